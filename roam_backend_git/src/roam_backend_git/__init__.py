@@ -1,0 +1,1 @@
+"""roam's git storage backend."""

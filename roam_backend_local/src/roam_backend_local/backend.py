@@ -1,0 +1,163 @@
+"""A storage backend in a directory, POSIX semantics: exclusive creates and flock'd CAS.
+
+Layout under the root: `objects/<key>` (one file per object, created once by hard-linking a
+fully written and fsynced temp file, so a reader never sees a partial object and a second
+writer gets EEXIST), and `refs/<name>` whose first line is the version token, updated
+under an exclusive `flock` on `refs/<name>.lock` after comparing that token.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+from roam_core.errors import BackendError, ObjectExists, ObjectNotFound, RefConflict
+from roam_core.storage import Backend, validate_key, validate_ref
+from roam_core.types import Capabilities
+
+_TEMP_PREFIX = ".tmp-"
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_temp(directory: Path, data: bytes) -> Path:
+    temp = directory / f"{_TEMP_PREFIX}{secrets.token_hex(8)}"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            temp.unlink()
+        raise
+    os.close(fd)
+    return temp
+
+
+def _os_error(action: str, error: OSError) -> BackendError:
+    return BackendError(f"local store: cannot {action}: {error.strerror or error}")
+
+
+class LocalBackend(Backend):
+    """The storage contract on a local or shared filesystem."""
+
+    capabilities = Capabilities()
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root).expanduser().absolute()
+        self.objects = self.root / "objects"
+        self.refs = self.root / "refs"
+
+    def _ensure(self, directory: Path) -> None:
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise _os_error(f"create {directory}", error) from None
+
+    def get(self, key: str, offset: int = 0, length: int | None = None) -> bytes:
+        path = self.objects / validate_key(key)
+        try:
+            with path.open("rb") as handle:
+                handle.seek(offset)
+                return handle.read() if length is None else handle.read(length)
+        except FileNotFoundError:
+            raise ObjectNotFound(key) from None
+        except OSError as error:
+            raise _os_error(f"read {key}", error) from None
+
+    def exists(self, key: str) -> bool:
+        return (self.objects / validate_key(key)).is_file()
+
+    def put_new(self, key: str, data: bytes) -> None:
+        path = self.objects / validate_key(key)
+        self._ensure(path.parent)
+        try:
+            temp = _write_temp(path.parent, data)
+            try:
+                os.link(temp, path)
+            finally:
+                temp.unlink()
+            _fsync_dir(path.parent)
+        except FileExistsError:
+            raise ObjectExists(key) from None
+        except OSError as error:
+            if error.errno == errno.EEXIST:
+                raise ObjectExists(key) from None
+            raise _os_error(f"write {key}", error) from None
+
+    def list(self, prefix: str = "") -> Iterator[str]:
+        if not self.objects.is_dir():
+            return iter(())
+        keys: list[str] = []
+        base = len(str(self.objects)) + 1
+        for directory, _dirs, files in os.walk(self.objects):
+            for name in files:
+                if name.startswith(_TEMP_PREFIX):
+                    continue
+                key = os.path.join(directory, name)[base:].replace(os.sep, "/")
+                if key.startswith(prefix):
+                    keys.append(key)
+        return iter(sorted(keys))
+
+    def _read_ref_file(self, path: Path) -> tuple[bytes, str] | None:
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            raise _os_error(f"read ref {path.name}", error) from None
+        version, newline, data = raw.partition(b"\n")
+        if not newline:
+            raise BackendError(f"local store: ref {path.name} is damaged")
+        return data, version.decode("ascii", "replace")
+
+    def read_ref(self, name: str) -> tuple[bytes, str] | None:
+        return self._read_ref_file(self.refs / validate_ref(name))
+
+    def swap_ref(self, name: str, data: bytes, expected_version: str | None) -> str:
+        path = self.refs / validate_ref(name)
+        self._ensure(self.refs)
+        try:
+            lock_fd = os.open(self.refs / f"{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as error:
+            raise _os_error(f"lock ref {name}", error) from None
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX)
+            current = self._read_ref_file(path)
+            current_version = None if current is None else current[1]
+            if current_version != expected_version:
+                raise RefConflict(f"ref {name} moved (expected {expected_version})")
+            version = secrets.token_hex(16)
+            temp = _write_temp(self.refs, version.encode("ascii") + b"\n" + data)
+            os.replace(temp, path)
+            _fsync_dir(self.refs)
+            return version
+        except OSError as error:
+            raise _os_error(f"write ref {name}", error) from None
+        finally:
+            os.close(lock_fd)
+
+    def identity(self) -> str:
+        return f"file://{self.root}"
+
+    def ping(self) -> None:
+        if not self.root.exists():
+            raise BackendError(f"local store: {self.root} does not exist")
+        if not os.access(self.root, os.W_OK):
+            raise BackendError(f"local store: {self.root} is not writable")
+        self.read_ref("HEAD")

@@ -1,0 +1,1 @@
+"""roam's s3 storage backend."""

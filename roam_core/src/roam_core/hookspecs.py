@@ -1,0 +1,57 @@
+"""The contract between roam's core and its plugins.
+
+A plugin is a module registered under the entry-point group `roam.plugins`. It implements
+any of the hooks below with the public `hookimpl` marker. Every hook takes no arguments or
+plural nouns, and yields typed, frozen records from `roam_core.types`. Core never calls a
+hook directly at a call site; it goes through the typed facade in `roam_core.manager`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pluggy
+
+from roam_core.types import BackendPlugin, ScopeRuleSet, SinkPlugin
+
+PROJECT = "roam"
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@hookspec
+def roam_storage_backends() -> Iterator[BackendPlugin]:  # type: ignore[empty-body]
+    """Yield the storage backends this plugin provides.
+
+    Each `BackendPlugin` names the backend (the value of the `backend:` setting), a one-line
+    summary, the settings it reads and a factory `factory(settings, context) -> Backend`.
+    The factory must not touch the network; the first backend call may. A backend name must
+    be unique across installed plugins: a duplicate is an error naming both distributions.
+    """
+    yield from ()
+
+
+@hookspec
+def roam_scope_rules(home: Path) -> Iterator[ScopeRuleSet]:  # type: ignore[empty-body]
+    """Yield rule sets that classify paths of `home` as shared, local or ignored.
+
+    Rules are matched on relative POSIX paths before any file is read. Inside one set the
+    first matching rule wins; across providers core applies one documented precedence
+    (the device's `rules.yaml` first, then the strictest answer of all providers), so the
+    order in which plugins were installed never changes what syncs. Nothing under `roam/`
+    and no credential file can be made shared by any provider.
+    """
+    yield from ()
+
+
+@hookspec
+def roam_session_sinks() -> Iterator[SinkPlugin]:  # type: ignore[empty-body]
+    """Yield the session-event sinks this plugin provides.
+
+    A sink receives redacted `TurnEvent`s from the background sender, never on the agent's
+    thread. A sink that fails never fails a push, a pull or a turn: every call is isolated
+    and logged, and undelivered events stay spooled.
+    """
+    yield from ()

@@ -1,0 +1,290 @@
+"""The plugin manager: discovery through entry points, calls through a typed facade.
+
+Nothing is scanned at import time. The first call to a facade method loads the entry
+points of group `roam.plugins` with stevedore; a plugin that fails to import is recorded
+as `broken` (with its error) instead of crashing roam, and every loaded module is
+registered with pluggy, after which `check_pending()` turns a misspelled hook into an error.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import logging
+import os
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pluggy
+
+from roam_core import hookspecs
+from roam_core.errors import PluginError
+from roam_core.types import BackendPlugin, PluginInfo, ScopeRuleSet, SinkPlugin
+
+log = logging.getLogger(__name__)
+
+GROUP = "roam.plugins"
+DISABLE_ENV = "ROAM_DISABLED_PLUGINS"
+
+#: Where the first-party plugins live, so a missing one's error names the fix.
+INSTALL_HINTS = {
+    "local": "roam-backend-local (pip install roam-core[local])",
+    "s3": "roam-backend-s3 (pip install roam-core[s3])",
+    "git": "roam-backend-git (pip install roam-core[git])",
+    "discord": "roam-sink-discord (pip install roam-core[discord])",
+}
+
+_HOOK_KINDS = {
+    "roam_storage_backends": "backend",
+    "roam_scope_rules": "rules",
+    "roam_session_sinks": "sink",
+}
+
+@dataclass
+class _Entry:
+    name: str
+    distribution: str
+    version: str
+    status: str
+    summary: str = ""
+    error: str = ""
+    module: Any = None
+    kinds: list[str] = field(default_factory=list)
+
+
+def _distribution_map(group: str) -> dict[tuple[str, str], tuple[str, str]]:
+    """Map (entry-point name, value) to (distribution, version) for one group."""
+    found: dict[tuple[str, str], tuple[str, str]] = {}
+    for ep in importlib.metadata.entry_points(group=group):
+        dist = getattr(ep, "dist", None)
+        if dist is not None:
+            found[(ep.name, ep.value)] = (dist.metadata["Name"], dist.version)
+    return found
+
+
+def _first_line(text: str | None) -> str:
+    return (text or "").strip().splitlines()[0].strip() if (text or "").strip() else ""
+
+
+def disabled_names() -> set[str]:
+    """Plugin names blocked by `ROAM_DISABLED_PLUGINS` (comma or space separated)."""
+    raw = os.environ.get(DISABLE_ENV, "")
+    return {part.strip() for part in raw.replace(",", " ").split() if part.strip()}
+
+
+class PluginManager:
+    """Loads roam's plugins once and answers typed questions about them."""
+
+    def __init__(self, group: str = GROUP) -> None:
+        self.group = group
+        self._pm = pluggy.PluginManager(hookspecs.PROJECT)
+        self._pm.add_hookspecs(hookspecs)
+        self._entries: dict[str, _Entry] = {}
+        self._loaded = False
+        self._lock = threading.RLock()
+
+    # -- loading -------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Discover and register every entry-point plugin. Idempotent."""
+        with self._lock:
+            if self._loaded:
+                return
+            self._loaded = True
+            self._load_entry_points()
+            self._pm.check_pending()
+
+    def _load_entry_points(self) -> None:
+        from stevedore import EnabledExtensionManager
+
+        dists = _distribution_map(self.group)
+        blocked = disabled_names()
+        failures: list[tuple[Any, BaseException]] = []
+
+        def on_failure(_manager: Any, entry_point: Any, error: BaseException) -> None:
+            failures.append((entry_point, error))
+
+        def check(ext: Any) -> bool:
+            return ext.name not in blocked
+
+        manager = EnabledExtensionManager(
+            self.group,
+            check_func=check,
+            invoke_on_load=False,
+            on_load_failure_callback=on_failure,
+        )
+        for ep in importlib.metadata.entry_points(group=self.group):
+            if ep.name in blocked:
+                dist, version = dists.get((ep.name, ep.value), ("?", "?"))
+                self._entries[ep.name] = _Entry(ep.name, dist, version, "disabled")
+        for entry_point, error in failures:
+            dist, version = dists.get((entry_point.name, entry_point.value), ("?", "?"))
+            message = f"{type(error).__name__}: {error}"
+            log.warning("roam plugin %s failed to load: %s", entry_point.name, message)
+            self._entries[entry_point.name] = _Entry(
+                entry_point.name, dist, version, "broken", error=message
+            )
+        for ext in manager.extensions:
+            dist, version = dists.get((ext.name, ext.entry_point.value), ("?", "?"))
+            self._add(ext.name, ext.plugin, dist, version)
+
+    def _add(self, name: str, module: Any, distribution: str, version: str) -> None:
+        previous = self._entries.get(name)
+        if previous is not None and previous.status == "active":
+            raise PluginError(
+                f"two plugins are named {name!r}: {previous.distribution} and {distribution}",
+                plugin=name,
+            )
+        try:
+            self._pm.register(module, name=name)
+        except ValueError as error:
+            raise PluginError(f"plugin {name!r} cannot be registered: {error}", name) from None
+        kinds = [kind for hook, kind in _HOOK_KINDS.items() if hasattr(module, hook)]
+        doc = getattr(module, "__doc__", None)
+        self._entries[name] = _Entry(
+            name, distribution, version, "active", _first_line(doc), module=module, kinds=kinds
+        )
+
+    def register(
+        self, module: ModuleType | object, name: str, distribution: str = "(in-process)"
+    ) -> None:
+        """Register a plugin object directly (tests, embedding). Loads entry points first."""
+        with self._lock:
+            self.load()
+            self._add(name, module, distribution, "0")
+            self._pm.check_pending()
+
+    # -- typed facade --------------------------------------------------------------------
+
+    def _collect(self, hook: str, kwargs: dict[str, Any]) -> list[tuple[_Entry, Any]]:
+        self.load()
+        caller = getattr(self._pm.hook, hook)
+        results: list[tuple[_Entry, Any]] = []
+        for impl in reversed(caller.get_hookimpls()):
+            entry = self._entries.get(impl.plugin_name)
+            if entry is None or entry.status != "active":
+                continue
+            try:
+                records = list(impl.function(**kwargs) or ())
+            except Exception as error:  # a plugin's bug must not take roam down
+                log.warning("roam plugin %s failed in %s: %s", entry.name, hook, error)
+                entry.status = "broken"
+                entry.error = f"{type(error).__name__}: {error}"
+                continue
+            results.extend((entry, record) for record in records)
+        return results
+
+    def _unique(self, hook: str, kind: str, records: Iterable[tuple[_Entry, Any]]) -> dict:
+        named: dict[str, tuple[_Entry, Any]] = {}
+        for entry, record in records:
+            if record.name in named:
+                other = named[record.name][0]
+                raise PluginError(
+                    f"two {kind}s are named {record.name!r}: provided by "
+                    f"{other.distribution} and {entry.distribution}",
+                    plugin=record.name,
+                )
+            named[record.name] = (entry, record)
+        return named
+
+    def storage_backends(self) -> dict[str, BackendPlugin]:
+        """Every installed backend by name. Duplicate names fail naming both distributions."""
+        found = self._unique("roam_storage_backends", "backend",
+                             self._collect("roam_storage_backends", {}))
+        return {name: record for name, (_entry, record) in found.items()}
+
+    def backend(self, name: str) -> BackendPlugin:
+        """The backend called `name`, or a `PluginError` that names how to install it."""
+        backends = self.storage_backends()
+        if name in backends:
+            return backends[name]
+        return self._missing("backend", name, backends)
+
+    def session_sinks(self) -> dict[str, SinkPlugin]:
+        """Every installed session sink by name."""
+        found = self._unique("roam_session_sinks", "sink", self._collect("roam_session_sinks", {}))
+        return {name: record for name, (_entry, record) in found.items()}
+
+    def sink(self, name: str) -> SinkPlugin:
+        """The sink called `name`, or a `PluginError` that names how to install it."""
+        sinks = self.session_sinks()
+        if name in sinks:
+            return sinks[name]
+        return self._missing("sink", name, sinks)
+
+    def scope_rules(self, home: Path) -> list[ScopeRuleSet]:
+        """Every provider's rule sets for `home`, sorted by provider name (never install order)."""
+        sets = [record for _entry, record in self._collect("roam_scope_rules", {"home": home})]
+        return sorted(sets, key=lambda rule_set: rule_set.provider)
+
+    def _missing(self, kind: str, name: str, known: dict[str, Any]) -> Any:
+        entry = self._entries.get(name)
+        if entry is not None and entry.status == "broken":
+            raise PluginError(f"{kind} {name!r} is broken: {entry.error}", plugin=name)
+        if entry is not None and entry.status == "disabled":
+            raise PluginError(f"{kind} {name!r} is disabled by {DISABLE_ENV}", plugin=name)
+        hint = INSTALL_HINTS.get(name)
+        have = ", ".join(sorted(known)) or "none"
+        fix = f"; install {hint}" if hint else ""
+        raise PluginError(f"no {kind} named {name!r} is installed (have: {have}){fix}", name)
+
+    # -- listings ------------------------------------------------------------------------
+
+    def plugins(self) -> list[PluginInfo]:
+        """Every discovered plugin, active, broken or disabled, sorted by name."""
+        self.load()
+        return sorted((self._info(entry, entry.summary) for entry in self._entries.values()),
+                      key=lambda info: info.name)
+
+    def _info(self, entry: _Entry, summary: str, name: str | None = None) -> PluginInfo:
+        return PluginInfo(
+            name=name or entry.name,
+            distribution=entry.distribution,
+            version=entry.version,
+            status=entry.status,
+            summary=summary or entry.error,
+            kinds=tuple(entry.kinds),
+            error=entry.error,
+        )
+
+    def listing(self, kind: str) -> list[PluginInfo]:
+        """Rows for `roam backends|sinks|rules list`: records plus broken/disabled plugins."""
+        hook = {"backend": "roam_storage_backends", "sink": "roam_session_sinks",
+                "rules": "roam_scope_rules"}[kind]
+        kwargs: dict[str, Any] = {"home": Path(".")} if kind == "rules" else {}
+        rows: list[PluginInfo] = []
+        for entry, record in self._collect(hook, kwargs):
+            name = getattr(record, "name", None) or getattr(record, "provider", entry.name)
+            rows.append(self._info(entry, getattr(record, "summary", ""), name=name))
+        rows.extend(self._info(entry, entry.summary) for entry in self._entries.values()
+                    if entry.status != "active")
+        return sorted(rows, key=lambda info: info.name)
+
+
+_default: PluginManager | None = None
+_default_lock = threading.Lock()
+
+
+def get_manager() -> PluginManager:
+    """The process-wide manager, created (not loaded) on first use."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = PluginManager()
+        return _default
+
+
+def reset_manager() -> None:
+    """Forget the process-wide manager (tests, after changing sys.path or the environment)."""
+    global _default
+    with _default_lock:
+        _default = None
+
+
+def hook_names() -> list[str]:
+    """The names of every hookspec, for documentation and tests."""
+    return [name for name in dir(hookspecs) if name.startswith("roam_")]
+

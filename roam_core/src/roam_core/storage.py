@@ -1,0 +1,156 @@
+"""The storage contract: a small, dumb object store plus one compare-and-swap reference.
+
+Everything else (encryption, deduplication, generations, history) belongs to core and is
+written once. A backend implements `Backend`; core wraps it once in `GuardedBackend` for the
+cross-cutting duties (deadlines, key validation, size limits) so plugins need not repeat them.
+"""
+
+from __future__ import annotations
+
+import abc
+import re
+from collections.abc import Iterator
+
+from roam_core import deadline as _deadline
+from roam_core.errors import BackendError, ObjectNotFound
+from roam_core.types import Capabilities
+
+#: Keys are relative, `/`-separated, made of this alphabet. Core only ever writes such keys;
+#: a backend MAY reject anything else with `BackendError` and MUST NOT corrupt it silently.
+KEY_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)*$")
+REF_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def validate_key(key: str) -> str:
+    """Return `key` when it is a well-formed object key, else raise `BackendError`."""
+    if not isinstance(key, str) or len(key) > 512 or not KEY_PATTERN.match(key):
+        raise BackendError(f"invalid object key {key!r}")
+    return key
+
+
+def validate_ref(name: str) -> str:
+    """Return `name` when it is a well-formed ref name, else raise `BackendError`."""
+    if not isinstance(name, str) or len(name) > 64 or not REF_PATTERN.match(name):
+        raise BackendError(f"invalid ref name {name!r}")
+    return name
+
+
+class Backend(abc.ABC):
+    """A storage backend. Duties are spelled out per method; the conformance suite checks them.
+
+    Implementations need not be thread-safe across instances, but one instance MUST tolerate
+    calls from several threads (core uploads in parallel on remote backends).
+    """
+
+    capabilities: Capabilities = Capabilities()
+
+    @abc.abstractmethod
+    def get(self, key: str, offset: int = 0, length: int | None = None) -> bytes:
+        """Return the object's bytes, or `length` bytes from `offset` (fewer at the end).
+
+        MUST raise `ObjectNotFound` for a missing key. A range that starts past the end
+        returns b"".
+        """
+
+    @abc.abstractmethod
+    def put_new(self, key: str, data: bytes) -> None:
+        """Create the object once. MUST raise `ObjectExists` if the key is already there.
+
+        The write is all-or-nothing: a reader never sees a partial object. Objects are
+        immutable; nothing ever overwrites or deletes one.
+        """
+
+    @abc.abstractmethod
+    def list(self, prefix: str = "") -> Iterator[str]:
+        """Yield every key that starts with `prefix`, each exactly once, in any order."""
+
+    @abc.abstractmethod
+    def read_ref(self, name: str) -> tuple[bytes, str] | None:
+        """Return the ref's bytes and an opaque version token, or None when it does not exist."""
+
+    @abc.abstractmethod
+    def swap_ref(self, name: str, data: bytes, expected_version: str | None) -> str:
+        """Atomically replace the ref if it is still at `expected_version`; return the new version.
+
+        `expected_version=None` means "the ref must not exist yet". When N writers race with
+        the same expected version exactly one MUST win; the others MUST raise `RefConflict`
+        and leave the ref as the winner wrote it.
+        """
+
+    @abc.abstractmethod
+    def identity(self) -> str:
+        """The remote's name, stable across devices, with every credential stripped."""
+
+    def ping(self) -> None:
+        """Check the remote answers; raise a `BackendError` with the real error if not."""
+        self.read_ref("HEAD")
+
+    def close(self) -> None:
+        """Release connections and local resources. Idempotent."""
+        return None
+
+    def exists(self, key: str) -> bool:
+        """Whether an object exists. Backends may override with a cheaper probe."""
+        try:
+            self.get(key, 0, 1)
+        except ObjectNotFound:
+            return False
+        return True
+
+
+class GuardedBackend(Backend):
+    """Core's single wrapper around a plugin's backend: keys, deadlines and size limits."""
+
+    def __init__(self, inner: Backend, name: str = "") -> None:
+        self.inner = inner
+        self.name = name or type(inner).__name__
+        self.capabilities = inner.capabilities
+
+    def _check(self) -> None:
+        current = _deadline.current()
+        if current is not None:
+            current.check()
+
+    def get(self, key: str, offset: int = 0, length: int | None = None) -> bytes:
+        validate_key(key)
+        if offset < 0 or (length is not None and length < 0):
+            raise BackendError(f"invalid range {offset}+{length} for {key}")
+        self._check()
+        return self.inner.get(key, offset, length)
+
+    def put_new(self, key: str, data: bytes) -> None:
+        validate_key(key)
+        limit = self.capabilities.max_object_size
+        if limit is not None and len(data) > limit:
+            raise BackendError(f"object {key} is {len(data)} bytes, over the backend's {limit}")
+        self._check()
+        self.inner.put_new(key, bytes(data))
+
+    def list(self, prefix: str = "") -> Iterator[str]:
+        self._check()
+        return self.inner.list(prefix)
+
+    def read_ref(self, name: str) -> tuple[bytes, str] | None:
+        validate_ref(name)
+        self._check()
+        return self.inner.read_ref(name)
+
+    def swap_ref(self, name: str, data: bytes, expected_version: str | None) -> str:
+        validate_ref(name)
+        self._check()
+        return self.inner.swap_ref(name, bytes(data), expected_version)
+
+    def identity(self) -> str:
+        return self.inner.identity()
+
+    def ping(self) -> None:
+        self._check()
+        self.inner.ping()
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def exists(self, key: str) -> bool:
+        validate_key(key)
+        self._check()
+        return self.inner.exists(key)

@@ -1,0 +1,1 @@
+"""roam's Discord session-event sink."""

@@ -1,0 +1,25 @@
+"""Posts every finished agent turn into one Discord thread per session."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from roam_core.errors import PluginError
+from roam_core.hookspecs import hookimpl
+from roam_core.types import PluginContext, Setting, SinkPlugin
+
+
+def _factory(settings: Mapping[str, Any], context: PluginContext) -> Any:
+    raise PluginError("the discord sink is not implemented yet", plugin="discord")
+
+
+@hookimpl
+def roam_session_sinks() -> Iterator[SinkPlugin]:
+    yield SinkPlugin(
+        name="discord",
+        summary="one public Discord thread per session, one post per turn",
+        factory=_factory,
+        settings=(Setting("discord_channel_id", "the channel that holds the threads",
+                          required=True),),
+    )

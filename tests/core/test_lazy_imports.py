@@ -1,0 +1,25 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+
+HEAVY = ("boto3", "botocore", "git", "httpx", "hermes_cli", "agent", "run_agent", "stevedore")
+
+
+def _imported_after(code: str) -> set[str]:
+    probe = f"{code}\nimport sys\nprint(' '.join(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True).stdout
+    return set(out.split())
+
+
+def test_importing_roam_core_is_cheap() -> None:
+    modules = _imported_after("import roam_core, roam_core.cli.main")
+    assert not modules & set(HEAVY), modules & set(HEAVY)
+
+
+def test_roam_version_imports_nothing_heavy() -> None:
+    code = ("import sys\nsys.argv=['roam','--version']\nfrom roam_core.cli.main import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass")
+    modules = _imported_after(code)
+    assert not modules & set(HEAVY), modules & set(HEAVY)
