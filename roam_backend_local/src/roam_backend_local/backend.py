@@ -155,6 +155,9 @@ class LocalBackend(Backend):
     def identity(self) -> str:
         return f"file://{self.root}"
 
+    def create_remote(self) -> None:
+        self._ensure(self.root)
+
     def ping(self) -> None:
         if not self.root.exists():
             raise BackendError(f"local store: {self.root} does not exist")

@@ -89,6 +89,22 @@ class Backend(abc.ABC):
         """Release connections and local resources. Idempotent."""
         return None
 
+    def create_remote(self) -> None:
+        """Create the remote container (bucket, branch, directory) if it does not exist.
+
+        Called by `roam init --create-remote` only. MUST be idempotent and MUST NOT touch an
+        existing store's objects or ref. The default does nothing.
+        """
+        return None
+
+    def doctor(self) -> list[tuple[str, bool, str]]:
+        """Backend-specific health checks as (check name, ok, detail) rows for `roam doctor`.
+
+        Examples: the git binary is installed, the credentials may list and write, size
+        guidance. MUST NOT raise for an expected failure: report it as a failed row.
+        """
+        return []
+
     def exists(self, key: str) -> bool:
         """Whether an object exists. Backends may override with a cheaper probe."""
         try:
@@ -149,6 +165,13 @@ class GuardedBackend(Backend):
 
     def close(self) -> None:
         self.inner.close()
+
+    def create_remote(self) -> None:
+        self._check()
+        self.inner.create_remote()
+
+    def doctor(self) -> list[tuple[str, bool, str]]:
+        return self.inner.doctor()
 
     def exists(self, key: str) -> bool:
         validate_key(key)
