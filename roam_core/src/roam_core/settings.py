@@ -1,0 +1,62 @@
+"""roam's settings: `plugins.entries.roam.settings` in the root home's `config.yaml`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from roam_core.errors import ConfigError
+
+#: Every core setting with its default; plugins declare their own through `Setting` records.
+DEFAULTS: dict[str, Any] = {
+    "backend": "local",
+    "device_name": None,
+    "backup_keep": 5,
+    "allow_agent_apply": False,
+    "auto_push": False,
+    "auto_pull_shared": False,
+    "push_debounce_seconds": 300,
+    "mirror_sinks": [],
+    "sync_sessions": False,
+    "sessions_max_mb": 50,
+    "sync_cron": False,
+    "max_file_mb": 100,
+}
+
+SETTINGS_PATH = ("plugins", "entries", "roam", "settings")
+
+
+def load_yaml_mapping(path: Path) -> dict[str, Any]:
+    """Parse a YAML file that must hold a mapping; a missing file is empty."""
+    import yaml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"cannot read {path}: {error}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        problem = getattr(error, "problem", None) or "invalid YAML"
+        raise ConfigError(f"{where}: {problem}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    return data
+
+
+def load_settings(root: Path) -> dict[str, Any]:
+    """The effective settings of the root home: defaults overlaid with config.yaml's block."""
+    data: Any = load_yaml_mapping(root / "config.yaml")
+    for part in SETTINGS_PATH:
+        data = data.get(part) if isinstance(data, dict) else None
+    if data is not None and not isinstance(data, dict):
+        raise ConfigError(f"{root / 'config.yaml'}: roam's settings block must be a mapping")
+    merged = dict(DEFAULTS)
+    merged.update(data or {})
+    return merged
