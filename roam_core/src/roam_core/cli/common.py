@@ -1,0 +1,46 @@
+"""What every command that touches a home shares: resolve it, lock it, recover it."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+from collections.abc import Iterator
+
+from roam_core import deadline
+from roam_core.engine.lock import HomeLock
+from roam_core.engine.session import Session
+from roam_core.errors import LockedError
+from roam_core.home import resolve_home
+
+
+def recover(session: Session) -> None:
+    """Roll back an install a crash left unfinished (needs the lock)."""
+    from roam_core.engine.journal import recover_home
+
+    recover_home(session)
+
+
+@contextlib.contextmanager
+def operation(args: argparse.Namespace, name: str, *, lock: bool = True) -> Iterator[Session]:
+    """Open the home for `name`; hold the lock for writers; recover a crashed install first."""
+    session = Session.open(resolve_home(getattr(args, "home", None)), name)
+    home_lock = HomeLock(session.state_dir)
+    held = False
+    try:
+        with deadline.running(session.deadline):
+            try:
+                home_lock.acquire()
+                held = True
+            except LockedError:
+                if lock:
+                    raise
+            if held:
+                recover(session)
+                if not lock:
+                    home_lock.release()
+                    held = False
+            yield session
+    finally:
+        if held:
+            home_lock.release()
+        session.close()

@@ -1,0 +1,127 @@
+"""The archive key, its sub-keys, and sealed objects (AES-256-GCM with authenticated headers).
+
+One 32-byte archive key per fleet. HKDF-SHA256 derives three independent sub-keys: one
+encrypts objects, one authenticates (and encrypts) HEAD, one names objects by a keyed hash
+so the store learns nothing about content. The exact byte layout is in docs/format.md.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from roam_core.errors import ArchiveKeyError, IntegrityError
+
+KEY_ENV = "ROAM_ARCHIVE_KEY"
+KEY_BYTES = 32
+NONCE_BYTES = 12
+TAG_BYTES = 16
+MAGIC = b"RM"
+FORMAT_VERSION = 1
+HEADER_BYTES = len(MAGIC) + 2 + NONCE_BYTES
+HKDF_SALT = b"roam archive v1"
+
+#: One byte after the magic names what a sealed object holds.
+KIND_BLOB = b"B"
+KIND_TREE = b"T"
+KIND_SNAPSHOT = b"S"
+KIND_INDEX = b"I"
+KIND_HEAD = b"H"
+KINDS = {KIND_BLOB, KIND_TREE, KIND_SNAPSHOT, KIND_INDEX, KIND_HEAD}
+
+_HEX = re.compile(r"^[0-9a-fA-F]{64}$")
+
+
+def parse_key(text: str | None) -> bytes:
+    """Decode an archive key: 64 hex characters, or base64/base64url, padded or not."""
+    if text is None or not text.strip():
+        raise ArchiveKeyError(
+            f"{KEY_ENV} is not set; make one with: python3 -c "
+            "\"import secrets;print(secrets.token_urlsafe(32))\""
+        )
+    raw = text.strip()
+    if _HEX.match(raw):
+        return bytes.fromhex(raw)
+    cleaned = raw.replace("-", "+").replace("_", "/")
+    cleaned += "=" * (-len(cleaned) % 4)
+    try:
+        key = base64.b64decode(cleaned, validate=True)
+    except (binascii.Error, ValueError):
+        raise ArchiveKeyError(
+            f"{KEY_ENV} is neither 64 hex characters nor base64 ({len(raw)} characters given)"
+        ) from None
+    if len(key) != KEY_BYTES:
+        raise ArchiveKeyError(f"{KEY_ENV} decodes to {len(key)} bytes; it must be {KEY_BYTES}")
+    return key
+
+
+def hkdf(key: bytes, info: bytes, length: int = 32) -> bytes:
+    """HKDF-SHA256 (RFC 5869) with roam's fixed salt."""
+    prk = hmac.new(HKDF_SALT, key, hashlib.sha256).digest()
+    out, block, counter = b"", b"", 1
+    while len(out) < length:
+        block = hmac.new(prk, block + info + bytes([counter]), hashlib.sha256).digest()
+        out += block
+        counter += 1
+    return out[:length]
+
+
+@dataclass(frozen=True)
+class Keys:
+    """The three sub-keys derived from one archive key."""
+
+    encryption: bytes
+    head: bytes
+    naming: bytes
+
+    @classmethod
+    def derive(cls, archive_key: bytes) -> Keys:
+        if len(archive_key) != KEY_BYTES:
+            raise ArchiveKeyError(f"the archive key must be {KEY_BYTES} bytes")
+        return cls(
+            encryption=hkdf(archive_key, b"roam/v1/object-encryption"),
+            head=hkdf(archive_key, b"roam/v1/head-authentication"),
+            naming=hkdf(archive_key, b"roam/v1/object-naming"),
+        )
+
+    def name(self, kind: bytes, digest: bytes) -> str:
+        """The object id for content whose SHA-256 is `digest` (keyed, so it reveals nothing)."""
+        return hmac.new(self.naming, kind + b"\0" + digest, hashlib.sha256).hexdigest()
+
+
+def _aead(key: bytes) -> Any:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    return AESGCM(key)
+
+
+def seal(key: bytes, kind: bytes, object_id: str, plaintext: bytes,
+         nonce: bytes | None = None) -> bytes:
+    """Encrypt and authenticate `plaintext`; the header and the object's id are bound as AAD."""
+    nonce = nonce if nonce is not None else os.urandom(NONCE_BYTES)
+    header = MAGIC + bytes([FORMAT_VERSION]) + kind + nonce
+    return header + _aead(key).encrypt(nonce, plaintext, header + object_id.encode("ascii"))
+
+
+def open_sealed(key: bytes, kind: bytes, object_id: str, sealed: bytes, what: str) -> bytes:
+    """Authenticate and decrypt a sealed object, or raise `IntegrityError` naming `what`."""
+    from cryptography.exceptions import InvalidTag
+
+    if len(sealed) < HEADER_BYTES + TAG_BYTES or sealed[:2] != MAGIC:
+        raise IntegrityError(f"integrity error: {what} is truncated or not a roam object")
+    if sealed[2] != FORMAT_VERSION:
+        raise IntegrityError(f"integrity error: {what} has unknown format version {sealed[2]}")
+    if sealed[3:4] != kind:
+        raise IntegrityError(f"integrity error: {what} is not the kind of object expected")
+    header, body = sealed[:HEADER_BYTES], sealed[HEADER_BYTES:]
+    nonce = header[4:]
+    try:
+        return _aead(key).decrypt(nonce, body, header + object_id.encode("ascii"))
+    except InvalidTag:
+        raise IntegrityError(f"integrity error: {what} failed authentication") from None

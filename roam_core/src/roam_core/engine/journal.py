@@ -1,0 +1,299 @@
+"""The journaled install: every pull, merge and restore changes the home only through here.
+
+Order of work (docs/decisions.md, "Installs"):
+1. the journal is written (phase `staging`) naming every target, temp and backup path;
+2. new contents go to temp files beside their targets, replaced files are copied to
+   `roam/backups/<stamp>/`, and the file system is synced;
+3. phase `installing`: temps are renamed over their targets, deletions unlinked, synced;
+4. phase `committed` (carrying the new state), then state.json, then the journal goes away.
+A crash before `committed` is rolled back by the next command, a crash after it rolled
+forward; a target whose original cannot be proven restorable is never deleted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import datetime
+import hashlib
+import json
+import os
+import shutil
+import signal
+import stat as stat_module
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from roam_core.cli.output import note
+from roam_core.engine.fs import TEMP_PREFIX, ensure_private_dir, fsync_dir, write_atomic
+from roam_core.engine.state import LocalState, save_state
+from roam_core.errors import RoamError, UserError
+
+JOURNAL = "journal.json"
+KILL_ENV = "ROAM_TEST_KILL_AT"
+
+
+def kill_point(name: str) -> None:
+    """Crash-injection hook for tests: SIGKILL this process at the named step."""
+    if os.environ.get(KILL_ENV) == name:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def syncfs(path: Path) -> None:
+    """Flush the file system holding `path` (one call instead of an fsync per file)."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.syncfs(fd) != 0:
+            os.sync()
+    except (OSError, AttributeError):
+        os.sync()
+    finally:
+        os.close(fd)
+
+
+def sha256_file(path: Path) -> str | None:
+    try:
+        digest = hashlib.sha256()
+        with path.open("rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+        return digest.hexdigest()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None
+
+
+@dataclass
+class Op:
+    """One planned change of one file."""
+
+    rel: str
+    action: str  # "write" or "delete"
+    sha256: str | None = None  # of the new content (write)
+    mode: int = 0o644
+    expect: list[int] | None = None  # stat signature the target had at planning; None = absent
+    original_sha: str | None = None
+    source: Callable[[], Iterator[bytes]] | None = field(default=None, repr=False)
+    temp: str | None = None
+    backup: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"rel": self.rel, "action": self.action, "sha256": self.sha256,
+                "mode": self.mode, "had_original": self.expect is not None,
+                "original_sha": self.original_sha, "temp": self.temp, "backup": self.backup}
+
+
+def _stamp() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+
+
+def _signature(st: os.stat_result) -> list[int]:
+    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
+
+
+def _safe_parent(root: Path, rel: str, created: list[str]) -> Path:
+    """The target's directory, created as real directories; a symlink on the way is refused."""
+    current = root
+    parts = rel.split("/")[:-1]
+    for index, part in enumerate(parts):
+        current = current / part
+        try:
+            st = os.lstat(current)
+        except FileNotFoundError:
+            os.mkdir(current, 0o755)
+            created.append("/".join(parts[: index + 1]))
+            continue
+        if not stat_module.S_ISDIR(st.st_mode):
+            raise UserError(f"cannot install {rel}: {current.relative_to(root)} is not a folder")
+    return current
+
+
+def _check_target(root: Path, op: Op) -> None:
+    path = root / op.rel
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        if op.expect is not None:
+            raise UserError(f"{op.rel} changed while installing (it is gone); nothing was "
+                            "installed") from None
+        return
+    if op.expect is None or not stat_module.S_ISREG(st.st_mode) or _signature(st) != op.expect:
+        raise UserError(f"{op.rel} changed while installing; nothing was installed")
+
+
+class Install:
+    """One journaled install of a list of ops into a home."""
+
+    def __init__(self, root: Path, state_dir: Path, ops: list[Op]) -> None:
+        self.root = root
+        self.state_dir = state_dir
+        self.ops = ops
+        self.stamp = _stamp()
+        self.backup_dir = state_dir / "backups" / self.stamp
+        self.created_dirs: list[str] = []
+
+    def _journal(self, phase: str, state: LocalState | None = None) -> None:
+        data = {"v": 1, "phase": phase, "stamp": self.stamp, "backup_dir": str(self.backup_dir),
+                "ops": [op.as_json() for op in self.ops], "created_dirs": self.created_dirs,
+                "state": None if state is None else state.__dict__}
+        write_atomic(self.state_dir / JOURNAL, json.dumps(data).encode())
+
+    def run(self, new_state: LocalState) -> None:
+        """Install every op and save `new_state`, or roll back and re-raise."""
+        ensure_private_dir(self.state_dir)
+        for index, op in enumerate(self.ops):
+            op.temp = str(self.root / os.path.dirname(op.rel) /
+                          f"{TEMP_PREFIX}{self.stamp}-{index}")
+            if op.expect is not None:
+                op.backup = str(self.backup_dir / op.rel)
+        self._journal("staging")
+        kill_point("journal:staged")
+        try:
+            self._stage()
+            syncfs(self.root)
+            kill_point("journal:synced")
+            self._journal("installing")
+            for number, op in enumerate(self.ops):
+                self._apply(op)
+                kill_point(f"journal:op:{number}")
+            syncfs(self.root)
+            kill_point("journal:installed")
+        except BaseException as error:
+            problems = rollback(self.root, self.state_dir, self._loaded())
+            (self.state_dir / JOURNAL).unlink(missing_ok=True)
+            if isinstance(error, OSError):
+                raise UserError(f"install failed and was rolled back: {error.strerror or error} "
+                                f"({getattr(error, 'filename', '') or ''})"
+                                + (f"; {problems}" if problems else "")) from None
+            raise
+        self._journal("committed", new_state)
+        kill_point("journal:committed")
+        save_state(self.state_dir, new_state)
+        (self.state_dir / JOURNAL).unlink(missing_ok=True)
+        kill_point("journal:done")
+
+    def _loaded(self) -> dict[str, Any]:
+        try:
+            phase = json.loads((self.state_dir / JOURNAL).read_text())["phase"]
+        except (OSError, ValueError, KeyError):
+            phase = "installing"
+        return {"phase": phase, "ops": [op.as_json() for op in self.ops],
+                "created_dirs": self.created_dirs, "backup_dir": str(self.backup_dir)}
+
+    def _stage(self) -> None:
+        for op in self.ops:
+            _check_target(self.root, op)
+            if op.action == "write":
+                _safe_parent(self.root, op.rel, self.created_dirs)
+                self._write_temp(op)
+            if op.backup is not None:
+                backup = Path(op.backup)
+                backup.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(self.root / op.rel, backup, follow_symlinks=False)
+                if sha256_file(backup) != op.original_sha:
+                    raise UserError(f"{op.rel} changed while installing; nothing was installed")
+            kill_point(f"journal:stage:{op.rel}")
+
+    def _write_temp(self, op: Op) -> None:
+        assert op.source is not None and op.temp is not None
+        temp = Path(op.temp)
+        digest = hashlib.sha256()
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            for chunk in op.source():
+                digest.update(chunk)
+                handle.write(chunk)
+        if digest.hexdigest() != op.sha256:
+            raise UserError(f"content for {op.rel} did not match its digest; nothing installed")
+        os.chmod(temp, op.mode)
+
+    def _apply(self, op: Op) -> None:
+        _check_target(self.root, op)
+        target = self.root / op.rel
+        if op.action == "write":
+            assert op.temp is not None
+            os.replace(op.temp, target)
+        else:
+            target.unlink()
+
+
+def rollback(root: Path, state_dir: Path, journal: dict[str, Any]) -> str:
+    """Undo an unfinished install; returns a note about anything that could not be undone."""
+    unrecoverable: list[str] = []
+    staging = journal.get("phase") == "staging"
+    for op in journal.get("ops", []):
+        rel = str(op["rel"])
+        target = root / rel
+        if op.get("temp"):
+            with contextlib.suppress(OSError):
+                Path(op["temp"]).unlink()
+        if staging:
+            continue  # nothing was renamed or deleted yet: the home is untouched
+        current = sha256_file(target)
+        if op.get("had_original"):
+            if current == op.get("original_sha"):
+                continue
+            backup = Path(op["backup"]) if op.get("backup") else None
+            if backup is not None and sha256_file(backup) == op.get("original_sha"):
+                _restore(backup, target)
+            else:
+                unrecoverable.append(rel)
+        elif current is not None and current == op.get("sha256"):
+            target.unlink()
+        elif current is not None:
+            unrecoverable.append(rel)
+    for rel in reversed(journal.get("created_dirs", [])):
+        with contextlib.suppress(OSError):
+            (root / rel).rmdir()
+    with contextlib.suppress(OSError):
+        syncfs(root)
+    if unrecoverable:
+        return ("could not prove these were restorable, left as they are: "
+                + ", ".join(sorted(unrecoverable)))
+    return ""
+
+
+def _restore(backup: Path, target: Path) -> None:
+    temp = target.with_name(f"{TEMP_PREFIX}restore-{target.name}"[:255])
+    shutil.copy2(backup, temp, follow_symlinks=False)
+    os.replace(temp, target)
+    fsync_dir(target.parent)
+
+
+def recover_home(session: Any) -> None:
+    """Finish what a crashed install left: roll back, or forward if it had committed."""
+    path = session.state_dir / JOURNAL
+    try:
+        journal = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return
+    except (OSError, ValueError):
+        raise RoamError(f"{path} is damaged; inspect it and roam/backups/ by hand") from None
+    count = len(journal.get("ops", []))
+    if journal.get("phase") == "committed" and journal.get("state"):
+        save_state(session.state_dir, LocalState(**journal["state"]))
+        path.unlink()
+        note(f"recovered: finished an interrupted install of {count} file(s)")
+        return
+    problems = rollback(session.root, session.state_dir, journal)
+    path.unlink()
+    message = f"recovered: rolled back an unfinished install of {count} file(s)"
+    if journal.get("backup_dir"):
+        message += f" (backups kept in {journal['backup_dir']})"
+    note(message + (f"; {problems}" if problems else ""))
+
+
+def prune_backups(state_dir: Path, keep: int) -> None:
+    """Keep only the newest `keep` backup folders."""
+    folder = state_dir / "backups"
+    if not folder.is_dir():
+        return
+    stamps = sorted((p for p in folder.iterdir() if p.is_dir()), key=lambda p: p.name)
+    for old in stamps[: max(0, len(stamps) - max(keep, 1))]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def ops_paths(ops: Iterable[Op]) -> list[str]:
+    return [op.rel for op in ops]

@@ -1,0 +1,162 @@
+"""Push: publish the home's shared files as a new generation, uploading only what is new.
+
+Write order is packs, then trees and the snapshot, then HEAD by compare-and-swap, so a
+crash leaves only unreferenced objects. Entries of the base generation that this device's
+rules cannot see are carried forward unchanged: a narrower device never deletes them.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from roam_core import __version__
+from roam_core.engine import remote as remote_module
+from roam_core.engine.scan import (
+    LocalFile,
+    StatCache,
+    fill_digests,
+    list_shared,
+    projected_bytes,
+)
+from roam_core.engine.session import Session, hermes_version
+from roam_core.engine.state import LocalState, raise_floor, save_state
+from roam_core.errors import ConflictError, RefConflict, UserError
+from roam_core.store.manifest import FileEntry, Manifest
+from roam_core.store.objects import Head, Snapshot
+from roam_core.store.packer import Packer
+from roam_core.types import Scope
+
+
+@dataclass
+class PushResult:
+    generation: int | None = None
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    carried: int = 0
+    bytes_changed: int = 0
+    uploaded_bytes: int = 0
+    dry_run: bool = False
+    nothing: bool = False
+
+    def as_json(self) -> dict[str, object]:
+        return {"generation": self.generation, "added": self.added, "changed": self.changed,
+                "removed": self.removed, "carried_forward": self.carried,
+                "bytes_changed": self.bytes_changed, "uploaded_bytes": self.uploaded_bytes,
+                "dry_run": self.dry_run, "nothing_to_push": self.nothing}
+
+
+def now_iso() -> str:
+    return datetime.datetime.now(datetime.UTC).replace(microsecond=0).isoformat()
+
+
+def _reusable(item: LocalFile, reference: Manifest) -> FileEntry | None:
+    old = reference.get(item.rel)
+    if old is not None and item.sha256 == old.sha256 and item.mode == old.mode:
+        return old
+    return None
+
+
+def push(session: Session, *, force: bool = False, dry_run: bool = False,
+         progress: Callable[[int], None] | None = None) -> PushResult:
+    """Publish a new generation; `ConflictError` (exit 2) when the remote moved ahead."""
+    state = session.require_state()
+    view = remote_module.require_remote(session, state)
+    behind = view.head.generation != state.generation
+    if behind and not force:
+        raise remote_module.behind_error()
+    base = state.base_manifest()
+    reference = view.manifest if behind else base
+    scope = session.scope
+    host_keys = tuple(getattr(scope, "host_keys", ()))
+    files = list_shared(scope)
+    cache = StatCache(session.state_dir / "cache")
+    fill_digests(files, cache, host_keys)
+    limit = session.max_file_size
+    for item in files.values():
+        if item.size > limit:
+            raise UserError(f"{item.rel} is {item.size // (1 << 20)} MiB, over max_file_mb "
+                            f"({limit // (1 << 20)}); raise it or add a local: rule for it")
+
+    result = PushResult(dry_run=dry_run)
+    manifest: Manifest = {}
+    to_send: list[LocalFile] = []
+    for rel, item in sorted(files.items()):
+        if item.sha256 is None:
+            continue
+        kept = _reusable(item, reference)
+        if kept is not None:
+            manifest[rel] = FileEntry(rel, kept.size, kept.mode, kept.sha256, "shared", kept.blobs)
+        else:
+            to_send.append(item)
+            (result.changed if rel in reference else result.added).append(rel)
+            result.bytes_changed += item.size
+    for rel, entry in reference.items():
+        if rel in files:
+            continue
+        if scope.classify(rel) is Scope.SHARED:
+            result.removed.append(rel)
+        else:
+            manifest[rel] = entry
+            result.carried += 1
+    result.removed.sort()
+    if not (to_send or result.removed) and set(manifest) == set(reference):
+        result.nothing = True
+        cache.save(files)
+        return result
+    if dry_run:
+        return result
+
+    known = session.repo.known_blobs()
+    for entry in base.values():
+        known.update({ref[0]: ref for ref in entry.blobs if ref[1]})
+    workers = 4 if session.backend.capabilities.remote else 1
+    packer = Packer(session.repo, known, workers=workers, on_upload=progress)
+    pending: dict[str, tuple[str, int, tuple[str, ...], int]] = {}
+    for item in to_send:
+        with item.open_content(host_keys) as handle:
+            sha, size, blob_ids = packer.add_file(handle)
+        pending[item.rel] = (sha, size, blob_ids, item.mode)
+        if not item.is_config:
+            cache.remember(item, sha)
+    packer.finish()
+    for rel, (sha, size, blob_ids, mode) in pending.items():
+        manifest[rel] = FileEntry(rel, size, mode, sha, "shared", packer.refs(blob_ids))
+    result.uploaded_bytes = packer.uploaded_bytes
+    projections = {item.rel: projected_bytes(item.path, item.rel, host_keys).decode()
+                   for item in files.values() if item.is_config}
+    _publish(session, state, view, manifest, result, projections)
+    cache.save(files)
+    return result
+
+
+def _publish(session: Session, state: LocalState, view: remote_module.RemoteView,
+             manifest: Manifest, result: PushResult, projections: dict[str, str]) -> None:
+    repo = session.repo
+    root = repo.write_manifest(manifest)
+    generation = view.head.generation + 1
+    roster = {name: dict(info) for name, info in view.snapshot.roster.items()}
+    roster[session.device] = {"last_push": generation, "last_pull": state.last_pull,
+                              "roam_version": __version__, "hermes_version": hermes_version(),
+                              "time": now_iso()}
+    snapshot = Snapshot(generation, view.head.snapshot, session.device, now_iso(), root,
+                        __version__, hermes_version(), roster, len(manifest),
+                        sum(entry.size for entry in manifest.values()))
+    snapshot_id = repo.write_snapshot(snapshot)
+    head = Head(generation, snapshot_id, view.head.store, session.device, snapshot.created)
+    try:
+        repo.write_head(head, view.head.version)
+    except RefConflict:
+        raise ConflictError("the remote head moved ahead — run roam pull first") from None
+    raise_floor(session.state_dir, session.backend.identity(), generation)
+    state.generation = generation
+    state.snapshot = snapshot_id
+    state.last_push = generation
+    state.set_base(manifest)
+    state.conflicts.clear()  # pushing the local version is the explicit resolution
+    state.projections = {rel: text for rel, text in projections.items() if rel in manifest}
+    state.pending_push_error = None
+    save_state(session.state_dir, state)
+    result.generation = generation

@@ -1,0 +1,61 @@
+"""Reading the remote side safely: HEAD against the floor and the store id, snapshots, manifests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from roam_core.engine.session import Session
+from roam_core.engine.state import LocalState, load_floor
+from roam_core.errors import ConflictError, IntegrityError, UserError
+from roam_core.store.manifest import Manifest
+from roam_core.store.objects import Head, Snapshot
+
+
+@dataclass
+class RemoteView:
+    """The verified remote generation."""
+
+    head: Head
+    snapshot: Snapshot
+    manifest: Manifest
+
+
+def read_verified_head(session: Session, state: LocalState | None) -> Head | None:
+    """HEAD, authenticated, of this fleet's store, and not below this device's rollback floor."""
+    head = session.repo.read_head()
+    if head is None:
+        return None
+    if state is not None and state.store and head.store != state.store:
+        raise IntegrityError(
+            f"the store's HEAD belongs to another fleet ({head.store[:12]}, expected "
+            f"{state.store[:12]}); check the backend settings"
+        )
+    floor = load_floor(session.state_dir, session.backend.identity())
+    if head.generation < floor:
+        raise IntegrityError(
+            f"rollback refused: the store's HEAD is generation {head.generation}, below "
+            f"generation {floor} that this device already verified"
+        )
+    return head
+
+
+def load_remote(session: Session, state: LocalState | None) -> RemoteView | None:
+    head = read_verified_head(session, state)
+    if head is None:
+        return None
+    snapshot = session.repo.load_snapshot(head.snapshot)
+    if snapshot.generation != head.generation:
+        raise IntegrityError(f"integrity error: snapshot {head.snapshot} is not generation "
+                             f"{head.generation}")
+    return RemoteView(head, snapshot, session.repo.load_manifest(snapshot.root))
+
+
+def require_remote(session: Session, state: LocalState) -> RemoteView:
+    view = load_remote(session, state)
+    if view is None:
+        raise UserError("the store has no HEAD; run roam init --create-remote on one device")
+    return view
+
+
+def behind_error() -> ConflictError:
+    return ConflictError("the remote head moved ahead — run roam pull first")

@@ -1,0 +1,128 @@
+"""What the home holds now: shared files, their digests, and a stat cache to skip re-reading.
+
+A file whose size, mtime, inode and ctime match the cache keeps its cached digest without
+being read, so a warm `status` on a large home costs one `lstat` per shared file. Config
+files are digested as their shared projection, the form in which they travel.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import stat as stat_module
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from roam_core.engine.fs import write_atomic
+from roam_core.errors import UserError
+
+CACHE_FILE = "stat.json"
+READ_SIZE = 1024 * 1024
+
+
+@dataclass
+class LocalFile:
+    """One shared file as it is in the home right now."""
+
+    rel: str
+    path: Path
+    size: int
+    mode: int
+    signature: list[int]
+    is_config: bool = False
+    sha256: str | None = None
+
+    def open_content(self, host_keys: Iterable[str] = ()) -> BinaryIO:
+        """The bytes that travel: the file, or a config's shared projection."""
+        if self.is_config:
+            return io.BytesIO(projected_bytes(self.path, self.rel, host_keys))
+        return self.path.open("rb")
+
+
+def projected_bytes(path: Path, rel: str, host_keys: Iterable[str] = ()) -> bytes:
+    from roam_core.config import shared_projection
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise UserError(f"{rel} is not UTF-8; roam cannot project it") from None
+    return shared_projection(text, host_keys=tuple(host_keys), source=rel).encode("utf-8")
+
+
+def _signature(st: os.stat_result) -> list[int]:
+    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
+
+
+class StatCache:
+    """rel → (signature, digest) remembered between commands, under roam/cache/."""
+
+    def __init__(self, cache_dir: Path) -> None:
+        self.path = cache_dir / CACHE_FILE
+        try:
+            self.entries: dict[str, Any] = json.loads(self.path.read_bytes())
+        except (OSError, ValueError):
+            self.entries = {}
+        self.dirty = False
+
+    def lookup(self, item: LocalFile) -> str | None:
+        found = self.entries.get(item.rel)
+        if found and found[0] == item.signature:
+            return str(found[1])
+        return None
+
+    def remember(self, item: LocalFile, digest: str) -> None:
+        if self.entries.get(item.rel) != [item.signature, digest]:
+            self.entries[item.rel] = [item.signature, digest]
+            self.dirty = True
+
+    def save(self, keep: Iterable[str]) -> None:
+        wanted = set(keep)
+        if set(self.entries) - wanted:
+            self.entries = {rel: v for rel, v in self.entries.items() if rel in wanted}
+            self.dirty = True
+        if self.dirty:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                write_atomic(self.path, json.dumps(self.entries).encode())
+            except OSError:
+                pass  # only slower next time
+            self.dirty = False
+
+
+def list_shared(scope: Any) -> dict[str, LocalFile]:
+    """Every shared regular file of the home (no content read)."""
+    files: dict[str, LocalFile] = {}
+    for entry in scope.walk():
+        st = entry.stat
+        if not stat_module.S_ISREG(st.st_mode):
+            continue
+        files[entry.rel] = LocalFile(entry.rel, entry.path, st.st_size, st.st_mode & 0o777,
+                                     _signature(st), is_config=scope.is_config(entry.rel))
+    return files
+
+
+def digest_file(item: LocalFile, host_keys: Iterable[str] = ()) -> str:
+    digest = hashlib.sha256()
+    with item.open_content(host_keys) as handle:
+        while chunk := handle.read(READ_SIZE):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def fill_digests(files: dict[str, LocalFile], cache: StatCache,
+                 host_keys: Iterable[str] = ()) -> None:
+    """Give every file its digest: from the stat cache, or by reading it once."""
+    for item in files.values():
+        if item.sha256 is None and not item.is_config:  # projections depend on the rules
+            item.sha256 = cache.lookup(item)
+        if item.sha256 is None:
+            try:
+                item.sha256 = digest_file(item, host_keys)
+            except FileNotFoundError:
+                continue  # vanished while we looked; treated as absent by the caller
+            if not item.is_config:
+                cache.remember(item, item.sha256)

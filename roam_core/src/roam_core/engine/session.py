@@ -1,0 +1,95 @@
+"""Opening what an operation needs: the home, settings, key, backend, store and scope."""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from roam_core import crypto, secrets
+from roam_core.deadline import Deadline
+from roam_core.engine import scopes
+from roam_core.engine.state import LocalState, load_state
+from roam_core.errors import UserError
+from roam_core.home import Home
+from roam_core.manager import get_manager
+from roam_core.settings import load_settings
+from roam_core.storage import Backend, GuardedBackend
+from roam_core.store.repository import Repository
+from roam_core.types import PluginContext
+
+
+def hermes_version() -> str | None:
+    """The installed hermes-agent's version, if any (metadata only: Hermes is not imported)."""
+    try:
+        return importlib.metadata.version("hermes-agent")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+@dataclass
+class Session:
+    """One operation's view of a home. Expensive parts open on first use."""
+
+    home: Home
+    deadline: Deadline
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def open(cls, home: Home, operation: str) -> Session:
+        return cls(home, Deadline.for_operation(operation), load_settings(home.root))
+
+    @property
+    def root(self) -> Path:
+        return self.home.root
+
+    @property
+    def state_dir(self) -> Path:
+        return self.home.state_dir
+
+    @property
+    def device(self) -> str:
+        name = self.settings.get("device_name") or socket.gethostname() or "device"
+        return str(name)
+
+    @property
+    def max_file_size(self) -> int:
+        return int(float(self.settings.get("max_file_mb") or 100) * 1024 * 1024)
+
+    @functools.cached_property
+    def keys(self) -> crypto.Keys:
+        raw = secrets.get_secret(crypto.KEY_ENV, self.root)
+        return crypto.Keys.derive(crypto.parse_key(raw))
+
+    @functools.cached_property
+    def backend(self) -> Backend:
+        name = str(self.settings.get("backend") or "local")
+        plugin = get_manager().backend(name)
+        context = PluginContext(home=self.root, state_dir=self.state_dir,
+                                secret=secrets.reader(self.root), deadline=self.deadline)
+        return GuardedBackend(plugin.factory(self.settings, context), name)
+
+    @functools.cached_property
+    def repo(self) -> Repository:
+        return Repository(self.backend, self.keys, self.state_dir / "cache",
+                          max_file_size=self.max_file_size)
+
+    @functools.cached_property
+    def scope(self) -> Any:
+        return scopes.load(self.root, self.settings)
+
+    def state(self) -> LocalState | None:
+        return load_state(self.state_dir)
+
+    def require_state(self) -> LocalState:
+        state = self.state()
+        if state is None:
+            raise UserError(f"{self.root} is not set up for roam yet; run roam init first")
+        return state
+
+    def close(self) -> None:
+        if "backend" in self.__dict__:
+            self.backend.close()

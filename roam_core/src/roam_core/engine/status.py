@@ -1,0 +1,64 @@
+"""`roam status`: where this device stands against the store, without guessing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from roam_core.engine import remote as remote_module
+from roam_core.engine.scan import StatCache, fill_digests, list_shared
+from roam_core.engine.session import Session
+from roam_core.errors import RoamError
+from roam_core.types import Scope
+
+
+def local_changes(session: Session) -> dict[str, list[str]]:
+    """Shared paths added, changed or removed here since the last synced generation."""
+    state = session.require_state()
+    base = state.base_manifest()
+    scope = session.scope
+    files = list_shared(scope)
+    cache = StatCache(session.state_dir / "cache")
+    fill_digests(files, cache, tuple(getattr(scope, "host_keys", ())))
+    cache.save(files)
+    added = sorted(rel for rel in files if rel not in base)
+    changed = sorted(rel for rel, item in files.items()
+                     if rel in base and (item.sha256 != base[rel].sha256
+                                         or item.mode != base[rel].mode))
+    removed = sorted(rel for rel in base
+                     if rel not in files and scope.classify(rel) is Scope.SHARED)
+    return {"added": added, "changed": changed, "removed": removed}
+
+
+def status(session: Session) -> dict[str, Any]:
+    """Local and remote generation, ahead/behind, dirty paths; `reachable` False on failure."""
+    state = session.require_state()
+    changes = local_changes(session)
+    dirty = sum(len(paths) for paths in changes.values())
+    report: dict[str, Any] = {
+        "root": str(session.root), "device": state.device,
+        "backend": str(session.settings.get("backend") or "local"),
+        "identity": state.identity, "local_generation": state.generation,
+        "dirty": dirty, "changes": changes, "conflicts": sorted(state.conflicts),
+        "reachable": False, "remote_generation": None, "remote_ahead": False,
+        "behind": False, "ahead": dirty > 0, "fleet_size": None, "error": None,
+        "pending_push_error": state.pending_push_error,
+    }
+    scope = session.scope
+    if hasattr(scope, "profiles"):
+        report["profiles"] = [{"name": name, "excluded": excluded}
+                              for name, excluded in scope.profiles()]
+    if hasattr(scope, "optional_items"):
+        report["optional"] = scope.optional_items()
+    try:
+        view = remote_module.load_remote(session, state)
+    except RoamError as error:
+        report["error"] = str(error)
+        return report
+    report["reachable"] = True
+    if view is not None:
+        report["remote_generation"] = view.head.generation
+        behind = view.head.generation != state.generation
+        report["behind"] = report["remote_ahead"] = behind
+        report["fleet_size"] = len(view.snapshot.roster)
+        report["last_push_device"] = view.head.device
+    return report

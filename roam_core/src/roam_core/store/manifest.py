@@ -1,0 +1,87 @@
+"""The manifest: path → file entry, and its validation against hostile input."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from roam_core.errors import IntegrityError
+
+#: A file's content is a list of blob references: (blob id, pack key, offset, length).
+BlobRef = tuple[str, str, int, int]
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+MAX_PATH = 4096
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """One file of a generation."""
+
+    path: str
+    size: int
+    mode: int
+    sha256: str
+    scope: str
+    blobs: tuple[BlobRef, ...]
+
+    def same_content(self, other: FileEntry | None) -> bool:
+        return other is not None and other.sha256 == self.sha256 and other.mode == self.mode
+
+    def as_json(self) -> dict[str, Any]:
+        return {"size": self.size, "mode": self.mode, "sha256": self.sha256, "scope": self.scope,
+                "blobs": [list(ref) for ref in self.blobs]}
+
+    @classmethod
+    def from_json(cls, path: str, data: Mapping[str, Any], what: str) -> FileEntry:
+        try:
+            blobs = tuple((str(b[0]), str(b[1]), int(b[2]), int(b[3])) for b in data["blobs"])
+            entry = cls(path, int(data["size"]), int(data["mode"]), str(data["sha256"]),
+                        str(data.get("scope", "shared")), blobs)
+        except (KeyError, TypeError, ValueError, IndexError):
+            raise IntegrityError(f"integrity error: {what} has a malformed entry") from None
+        if entry.size < 0 or not _HEX64.match(entry.sha256) or entry.mode & ~0o777:
+            raise IntegrityError(f"integrity error: {what} has a malformed entry for {path!r}")
+        if sum(ref[3] for ref in blobs) < 0 or any(ref[2] < 0 or ref[3] < 0 for ref in blobs):
+            raise IntegrityError(f"integrity error: {what} has a malformed blob reference")
+        return entry
+
+
+Manifest = dict[str, FileEntry]
+
+
+def check_path(path: str, what: str = "manifest") -> str:
+    """Refuse absolute paths, `..`, empty or odd segments and control characters."""
+    if (not isinstance(path, str) or not path or len(path) > MAX_PATH or path.startswith("/")
+            or "\\" in path or _CONTROL.search(path)):
+        raise IntegrityError(f"integrity error: {what} holds an unsafe path {path!r}")
+    for part in path.split("/"):
+        if part in ("", ".", ".."):
+            raise IntegrityError(f"integrity error: {what} holds an unsafe path {path!r}")
+    return path
+
+
+def check_manifest(entries: Iterable[FileEntry], max_size: int, what: str) -> Manifest:
+    """Validate a manifest from the store: safe unique paths, sizes within the limit."""
+    manifest: Manifest = {}
+    for entry in entries:
+        check_path(entry.path, what)
+        if entry.path in manifest:
+            raise IntegrityError(f"integrity error: {what} lists {entry.path!r} twice")
+        if entry.size > max_size:
+            raise IntegrityError(
+                f"integrity error: {what} lists {entry.path!r} at {entry.size} bytes, over the "
+                f"limit of {max_size}"
+            )
+        manifest[entry.path] = entry
+    paths = set(manifest)
+    for path in paths:
+        parent = path.rpartition("/")[0]
+        while parent:
+            if parent in paths:
+                raise IntegrityError(f"integrity error: {what} has {parent!r} as file and folder")
+            parent = parent.rpartition("/")[0]
+    return manifest

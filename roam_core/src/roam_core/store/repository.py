@@ -1,0 +1,259 @@
+"""Reading and writing the store: HEAD, snapshots, trees, packs and blobs.
+
+Every object read is authenticated and its id re-derived from its plaintext, so a tampered,
+truncated, swapped or foreign object is an `IntegrityError` naming the object before any of
+its plaintext is used. Trees and snapshots are immutable, so verified copies are cached in
+the device's state folder; blobs are never cached.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from roam_core import crypto
+from roam_core.errors import ArchiveKeyError, IntegrityError, ObjectExists, ObjectNotFound
+from roam_core.storage import Backend
+from roam_core.store import codec
+from roam_core.store.manifest import BlobRef, FileEntry, Manifest, check_manifest
+from roam_core.store.objects import (
+    HEAD_REF,
+    Head,
+    Snapshot,
+    canonical,
+    index_key,
+    parse_json,
+    snapshot_key,
+    tree_key,
+)
+
+
+class Repository:
+    """One store, opened with one archive key."""
+
+    def __init__(self, backend: Backend, keys: crypto.Keys, cache_dir: Path | None = None,
+                 max_file_size: int = 1 << 40) -> None:
+        self.backend = backend
+        self.keys = keys
+        self.cache_dir = cache_dir
+        self.max_file_size = max_file_size
+        #: Trees known to be in the store (loaded or written), so they are never re-sent.
+        self.seen_trees: set[str] = set()
+
+    # -- HEAD ----------------------------------------------------------------------------
+
+    def read_head(self) -> Head | None:
+        """The authenticated HEAD, or None for an empty store. A foreign key is refused."""
+        found = self.backend.read_ref(HEAD_REF)
+        if found is None:
+            return None
+        raw, version = found
+        try:
+            plain = crypto.open_sealed(self.keys.head, crypto.KIND_HEAD, HEAD_REF, raw, "HEAD")
+        except IntegrityError as error:
+            if "failed authentication" in str(error):
+                raise ArchiveKeyError(
+                    "the archive key cannot open this store's HEAD (wrong ROAM_ARCHIVE_KEY, "
+                    "or HEAD was tampered with)"
+                ) from None
+            raise
+        return Head.from_json(parse_json(plain, "HEAD"), version)
+
+    def write_head(self, head: Head, expected_version: str | None) -> str:
+        """Compare-and-swap HEAD; `RefConflict` when someone else moved it."""
+        sealed = crypto.seal(self.keys.head, crypto.KIND_HEAD, HEAD_REF, canonical(head.as_json()))
+        return self.backend.swap_ref(HEAD_REF, sealed, expected_version)
+
+    # -- sealed JSON objects -------------------------------------------------------------
+
+    def _cache_path(self, kind: str, object_id: str) -> Path | None:
+        return None if self.cache_dir is None else self.cache_dir / kind / object_id
+
+    def _read_json(self, kind: bytes, object_id: str, key: str, label: str) -> dict[str, Any]:
+        cached = self._cache_path(label, object_id)
+        if cached is not None:
+            try:
+                return json.loads(cached.read_bytes())
+            except (OSError, ValueError):
+                pass
+        what = f"{label[:-1]} {key}"
+        try:
+            sealed = self.backend.get(key)
+        except ObjectNotFound:
+            raise IntegrityError(f"integrity error: {what} is missing from the store") from None
+        plain = codec.decode(crypto.open_sealed(self.keys.encryption, kind, object_id, sealed,
+                                                what), what)
+        if self.keys.name(kind, hashlib.sha256(plain).digest()) != object_id:
+            raise IntegrityError(f"integrity error: {what} does not match its name")
+        value = parse_json(plain, what)
+        if cached is not None:
+            _write_cache(cached, plain)
+        return value
+
+    def _write_json(self, kind: bytes, value: dict[str, Any], key_of: Any) -> str:
+        plain = canonical(value)
+        object_id = self.keys.name(kind, hashlib.sha256(plain).digest())
+        if kind == crypto.KIND_TREE and object_id in self.seen_trees:
+            return object_id
+        sealed = crypto.seal(self.keys.encryption, kind, object_id, codec.encode(plain))
+        try:
+            self.backend.put_new(key_of(object_id), sealed)
+        except ObjectExists:
+            pass  # content-addressed: the same object is already there
+        return object_id
+
+    # -- snapshots and trees -------------------------------------------------------------
+
+    def load_snapshot(self, snapshot_id: str) -> Snapshot:
+        _check_id(snapshot_id, "snapshot")
+        data = self._read_json(crypto.KIND_SNAPSHOT, snapshot_id, snapshot_key(snapshot_id),
+                               "snapshots")
+        return Snapshot.from_json(data, f"snapshot {snapshot_id}")
+
+    def write_snapshot(self, snapshot: Snapshot) -> str:
+        return self._write_json(crypto.KIND_SNAPSHOT, snapshot.as_json(), snapshot_key)
+
+    def load_tree(self, tree_id: str) -> dict[str, Any]:
+        _check_id(tree_id, "tree")
+        data = self._read_json(crypto.KIND_TREE, tree_id, tree_key(tree_id), "trees")
+        entries = data.get("entries")
+        if not isinstance(entries, dict):
+            raise IntegrityError(f"integrity error: tree {tree_id} is malformed")
+        return entries
+
+    def load_manifest(self, root_tree: str) -> Manifest:
+        """Flatten the tree rooted at `root_tree` into a validated manifest."""
+        files: list[FileEntry] = []
+        stack: list[tuple[str, str, int]] = [("", root_tree, 0)]
+        while stack:
+            prefix, tree_id, depth = stack.pop()
+            if depth > 64:
+                raise IntegrityError(f"integrity error: tree {tree_id} nests too deep")
+            self.seen_trees.add(tree_id)
+            for name, node in self.load_tree(tree_id).items():
+                path = f"{prefix}{name}"
+                if not isinstance(node, dict):
+                    raise IntegrityError(f"integrity error: tree {tree_id} is malformed")
+                if node.get("t") == "d":
+                    stack.append((path + "/", str(node.get("tree")), depth + 1))
+                elif node.get("t") == "f":
+                    files.append(FileEntry.from_json(path, node, f"tree {tree_id}"))
+                else:
+                    raise IntegrityError(f"integrity error: tree {tree_id} is malformed")
+        return check_manifest(files, self.max_file_size, f"snapshot tree {root_tree}")
+
+    def write_manifest(self, manifest: Manifest) -> str:
+        """Write the trees of `manifest`; return the root id.
+
+        Trees already in `self.seen_trees` (loaded from the base generation) are not written
+        again, so an unchanged directory costs nothing in a new generation.
+        """
+        root: dict[str, Any] = {}
+        for path, entry in manifest.items():
+            node = root
+            parts = path.split("/")
+            for part in parts[:-1]:
+                node = node.setdefault(part, {})
+            node[parts[-1]] = entry
+        return self._write_node(root)
+
+    def _write_node(self, node: dict[str, Any]) -> str:
+        entries: dict[str, Any] = {}
+        for name, child in node.items():
+            if isinstance(child, FileEntry):
+                entries[name] = {"t": "f", **child.as_json()}
+            else:
+                entries[name] = {"t": "d", "tree": self._write_node(child)}
+        tree_id = self._write_json(crypto.KIND_TREE, {"v": 1, "entries": entries}, tree_key)
+        self.seen_trees.add(tree_id)
+        return tree_id
+
+    # -- blobs ---------------------------------------------------------------------------
+
+    def read_blob(self, ref: BlobRef) -> bytes:
+        """One blob by reference: a ranged read, authenticated, decoded and re-named."""
+        blob_id, pack, offset, length = ref
+        what = f"blob {blob_id[:16]} in {pack}"
+        try:
+            sealed = self.backend.get(pack, offset, length)
+        except ObjectNotFound:
+            raise IntegrityError(f"integrity error: {pack} is missing from the store") from None
+        if len(sealed) != length:
+            raise IntegrityError(f"integrity error: {what} is truncated")
+        data = codec.decode(crypto.open_sealed(self.keys.encryption, crypto.KIND_BLOB, blob_id,
+                                               sealed, what), what)
+        if self.keys.name(crypto.KIND_BLOB, hashlib.sha256(data).digest()) != blob_id:
+            raise IntegrityError(f"integrity error: {what} does not match its name")
+        return data
+
+    def iter_content(self, entry: FileEntry) -> Iterator[bytes]:
+        """The file's bytes, blob by blob; the whole-file digest is checked at the end."""
+        digest = hashlib.sha256()
+        size = 0
+        for ref in entry.blobs:
+            data = self.read_blob(ref)
+            digest.update(data)
+            size += len(data)
+            if size > entry.size:
+                break
+            yield data
+        if size != entry.size or digest.hexdigest() != entry.sha256:
+            raise IntegrityError(f"integrity error: content of {entry.path!r} does not match "
+                                 "its manifest entry")
+
+    def read_content(self, entry: FileEntry) -> bytes:
+        return b"".join(self.iter_content(entry))
+
+    def known_blobs(self) -> dict[str, BlobRef]:
+        """Every blob the store holds and where, from its index objects (cached per device)."""
+        cache = self._cache_path("indexes", "known.json")
+        known: dict[str, list[list[Any]]] = {}
+        if cache is not None:
+            try:
+                known = json.loads(cache.read_bytes())
+            except (OSError, ValueError):
+                known = {}
+        changed = False
+        for key in self.backend.list("index/"):
+            index_id = key.rpartition("/")[2]
+            if index_id in known:
+                continue
+            known[index_id] = [list(ref) for ref in self.load_index(index_id)]
+            changed = True
+        if changed and cache is not None:
+            _write_cache(cache, json.dumps(known).encode())
+        return {str(ref[0]): (str(ref[0]), str(ref[1]), int(ref[2]), int(ref[3]))
+                for refs in known.values() for ref in refs}
+
+    def load_index(self, index_id: str) -> list[BlobRef]:
+        """The blobs one pack holds, from the pack's sealed index object."""
+        _check_id(index_id, "index")
+        data = self._read_json(crypto.KIND_INDEX, index_id, index_key(index_id), "indexes")
+        try:
+            return [(str(b[0]), str(data["pack"]), int(b[1]), int(b[2])) for b in data["blobs"]]
+        except (KeyError, TypeError, ValueError, IndexError):
+            raise IntegrityError(f"integrity error: index {index_id} is malformed") from None
+
+    def write_index(self, pack: str, refs: list[BlobRef]) -> str:
+        value = {"v": 1, "pack": pack, "blobs": [[ref[0], ref[2], ref[3]] for ref in refs]}
+        return self._write_json(crypto.KIND_INDEX, value, index_key)
+
+
+def _check_id(object_id: str, what: str) -> None:
+    if not isinstance(object_id, str) or len(object_id) != 64 or any(
+            c not in "0123456789abcdef" for c in object_id):
+        raise IntegrityError(f"integrity error: malformed {what} id {object_id!r}")
+
+
+def _write_cache(path: Path, data: bytes) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        temp.write_bytes(data)
+        os.replace(temp, path)
+    except OSError:
+        pass  # a cache that cannot be written is only slower
