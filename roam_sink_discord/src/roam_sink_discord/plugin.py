@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from roam_core.errors import PluginError
 from roam_core.hookspecs import hookimpl
 from roam_core.types import PluginContext, Setting, SinkPlugin
 
 
 def _factory(settings: Mapping[str, Any], context: PluginContext) -> Any:
-    raise PluginError("the discord sink is not implemented yet", plugin="discord")
+    from roam_sink_discord.sink import DiscordSink
+
+    return DiscordSink(settings, context)
 
 
 @hookimpl
@@ -20,6 +21,11 @@ def roam_session_sinks() -> Iterator[SinkPlugin]:
         name="discord",
         summary="one public Discord thread per session, one post per turn",
         factory=_factory,
-        settings=(Setting("discord_channel_id", "the channel that holds the threads",
-                          required=True),),
+        settings=(
+            Setting("discord_channel_id", "the channel that holds the threads", required=True),
+            Setting("discord_api_base", "the Discord API base, version included",
+                    default="https://discord.com/api/v10"),
+            Setting("ROAM_DISCORD_BOT_TOKEN", "the bot's token (a secret, never in config.yaml)",
+                    required=True, secret=True),
+        ),
     )

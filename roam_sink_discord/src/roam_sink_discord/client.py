@@ -1,0 +1,192 @@
+"""A small Discord REST client: bot auth, rate-limit buckets, 429s and retries.
+
+httpx is imported here only, when a sink is first used. Buckets are learned from the
+`X-RateLimit-*` headers (never hard-coded): before a request the client waits for its
+route's bucket to reset, and on a 429 it sleeps `retry_after` (pausing every request when
+the limit is global). Waits longer than `max_wait` are handed back to the sender as
+`SinkRetry` so the spool, not a sleeping thread, carries the delay.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from roam_core.mirror.sink import SinkRejected, SinkRetry, SinkTerminal
+
+USER_AGENT = "DiscordBot (roam-sink-discord, 0.1.0)"
+MAX_ATTEMPTS = 5
+
+
+class NotFound(Exception):
+    """The resource (channel or thread) does not exist: a 404."""
+
+    def __init__(self, message: str, code: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass
+class _Bucket:
+    remaining: int
+    reset_at: float
+
+
+def _error_message(body: Any) -> str:
+    if isinstance(body, dict):
+        text = str(body.get("message") or "")
+        code = body.get("code")
+        return f"{text} (code {code})" if code else text
+    return ""
+
+
+class DiscordClient:
+    """Sends JSON requests to one Discord API base with one bot token."""
+
+    def __init__(self, api_base: str, token: Callable[[], str], *, timeout: float = 15.0,
+                 max_wait: float = 10.0, sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.api_base = api_base.rstrip("/")
+        self._token = token
+        self.timeout = timeout
+        self.max_wait = max_wait
+        self.sleep = sleep
+        self.clock = clock
+        self._http: Any = None
+        self._lock = threading.Lock()
+        self._route_buckets: dict[str, str] = {}
+        self._buckets: dict[str, _Bucket] = {}
+        self._global_until = 0.0
+
+    def close(self) -> None:
+        if self._http is not None:
+            self._http.close()
+            self._http = None
+
+    def _client(self) -> Any:
+        if self._http is None:
+            import httpx
+
+            self._http = httpx.Client(
+                timeout=httpx.Timeout(self.timeout, connect=min(5.0, self.timeout)),
+                headers={"User-Agent": USER_AGENT})
+        return self._http
+
+    # -- rate limits ---------------------------------------------------------------------
+
+    def _bucket_key(self, route: str, major: str) -> str:
+        return f"{self._route_buckets.get(route, route)}:{major}"
+
+    def _wait_before(self, route: str, major: str) -> None:
+        now = self.clock()
+        wait = max(0.0, self._global_until - now)
+        bucket = self._buckets.get(self._bucket_key(route, major))
+        if bucket is not None and bucket.remaining <= 0 and bucket.reset_at > now:
+            wait = max(wait, bucket.reset_at - now)
+        if wait > self.max_wait:
+            raise SinkRetry(f"Discord rate limit: retry in {wait:.1f}s", retry_after=wait)
+        if wait > 0:
+            self.sleep(wait)
+
+    def _learn(self, route: str, major: str, headers: Any) -> None:
+        bucket_id = headers.get("x-ratelimit-bucket")
+        if bucket_id:
+            self._route_buckets[route] = bucket_id
+        remaining = headers.get("x-ratelimit-remaining")
+        reset_after = headers.get("x-ratelimit-reset-after")
+        if remaining is None or reset_after is None:
+            return
+        try:
+            self._buckets[self._bucket_key(route, major)] = _Bucket(
+                int(float(remaining)), self.clock() + float(reset_after))
+        except ValueError:
+            return
+
+    def _on_429(self, route: str, major: str, headers: Any, body: Any) -> float:
+        retry_after = None
+        if isinstance(body, dict) and body.get("retry_after") is not None:
+            retry_after = float(body["retry_after"])
+        elif headers.get("retry-after"):
+            retry_after = float(headers["retry-after"])
+        retry_after = max(0.0, retry_after if retry_after is not None else 1.0)
+        is_global = (isinstance(body, dict) and bool(body.get("global"))) or \
+            str(headers.get("x-ratelimit-global", "")).lower() == "true"
+        until = self.clock() + retry_after
+        if is_global:
+            self._global_until = max(self._global_until, until)
+        else:
+            key = self._bucket_key(route, major)
+            self._buckets[key] = _Bucket(0, until)
+        return retry_after
+
+    # -- requests ------------------------------------------------------------------------
+
+    def request(self, method: str, route: str, major: str, path: str,
+                payload: dict[str, Any] | None = None) -> Any:
+        """Send one request (`route` like "POST /channels/{id}/messages") and return JSON."""
+        import httpx
+
+        token = self._token()
+        url = f"{self.api_base}{path}"
+        last_error = "no attempt made"
+        for attempt in range(MAX_ATTEMPTS):
+            with self._lock:
+                self._wait_before(route, major)
+            try:
+                response = self._client().request(
+                    method, url, json=payload,
+                    headers={"Authorization": f"Bot {token}"})
+            except httpx.HTTPError as error:
+                last_error = f"cannot reach Discord: {type(error).__name__}"
+                if attempt >= 2:
+                    break
+                self.sleep(0.5 * 2 ** attempt)
+                continue
+            body = self._json(response)
+            with self._lock:
+                self._learn(route, major, response.headers)
+            status = response.status_code
+            if status < 300:
+                return body
+            if status == 429:
+                with self._lock:
+                    retry_after = self._on_429(route, major, response.headers, body)
+                last_error = f"Discord rate limit (429), retry after {retry_after:.2f}s"
+                if retry_after > self.max_wait:
+                    raise SinkRetry(last_error, retry_after=retry_after)
+                continue
+            if status >= 500:
+                last_error = f"Discord server error ({status})"
+                if attempt >= 2:
+                    break
+                self.sleep(0.5 * 2 ** attempt)
+                continue
+            self._raise_for(status, body, path)
+        raise SinkRetry(last_error)
+
+    @staticmethod
+    def _json(response: Any) -> Any:
+        try:
+            return response.json()
+        except (ValueError, json.JSONDecodeError):
+            return None
+
+    @staticmethod
+    def _raise_for(status: int, body: Any, path: str) -> None:
+        detail = _error_message(body)
+        if status == 401:
+            raise SinkTerminal("Discord refused the bot token (401 Unauthorized); "
+                               "check ROAM_DISCORD_BOT_TOKEN")
+        if status == 403:
+            raise SinkTerminal(
+                f"Discord denied access (403 Forbidden{': ' + detail if detail else ''}); the bot "
+                "needs View Channel, Create Public Threads and Send Messages in Threads")
+        if status == 404:
+            raise NotFound(detail or f"not found: {path}",
+                           body.get("code") if isinstance(body, dict) else None)
+        suffix = f": {detail[:200]}" if detail else ""
+        raise SinkRejected(f"Discord rejected the request ({status}){suffix}")

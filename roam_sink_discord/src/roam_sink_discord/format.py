@@ -1,0 +1,129 @@
+"""Turning a turn into Discord messages and a thread name, within Discord's limits.
+
+Lengths are counted in UTF-16 code units, which is never less than Discord's own count, so
+a part that fits here fits there. Text is split on paragraph boundaries first, then lines,
+then words, and only a single over-long word is cut, never inside a character or between
+a character and the combining marks that follow it. A code fence open at a cut is closed
+and reopened so each part renders on its own.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterator
+
+from roam_core.mirror.events import TurnEvent
+
+MESSAGE_LIMIT = 2000
+NAME_LIMIT = 100
+_FENCE_ROOM = 32
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
+_NAME_UNSAFE = re.compile(
+    r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_FENCE = re.compile(r"^\s*(```+|~~~+)([^\s`]*)", re.M)
+
+
+def units(text: str) -> int:
+    """Length in UTF-16 code units (what a JavaScript client would count)."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def _joins_previous(char: str) -> bool:
+    """Whether `char` belongs to the character before it (marks, joiners, selectors)."""
+    return bool(unicodedata.combining(char)) or char in "\u200d\ufe0e\ufe0f" or \
+        "\U0001f3fb" <= char <= "\U0001f3ff"
+
+
+def _hard_split(word: str, budget: int) -> Iterator[str]:
+    while units(word) > budget:
+        cut, used = 0, 0
+        for index, char in enumerate(word):
+            size = 2 if ord(char) > 0xFFFF else 1
+            if used + size > budget:
+                break
+            used += size
+            cut = index + 1
+        cut = max(cut, 1)
+        while cut > 1 and cut < len(word) and (_joins_previous(word[cut])
+                                              or word[cut - 1] == "\u200d"):
+            cut -= 1
+        yield word[:cut]
+        word = word[cut:]
+    if word:
+        yield word
+
+
+def _pieces(text: str, budget: int) -> Iterator[str]:
+    for paragraph in re.split(r"(?<=\n\n)", text):
+        if units(paragraph) <= budget:
+            yield paragraph
+            continue
+        for line in re.split(r"(?<=\n)", paragraph):
+            if units(line) <= budget:
+                yield line
+                continue
+            for word in re.split(r"(?<=\s)", line):
+                yield from _hard_split(word, budget)
+
+
+def _balance_fences(chunks: list[str]) -> list[str]:
+    out: list[str] = []
+    opener = ""
+    for chunk in chunks:
+        body = f"{opener}\n{chunk}" if opener else chunk
+        for match in _FENCE.finditer(chunk):
+            opener = "" if opener else (match.group(1) + match.group(2))[:16]
+        if opener:
+            body += "\n" + re.match(r"`+|~+", opener).group(0)  # type: ignore[union-attr]
+        out.append(body)
+    return out
+
+
+def split_message(text: str, limit: int = MESSAGE_LIMIT) -> list[str]:
+    """Cut `text` into non-empty parts of at most `limit` units, on the nicest boundaries."""
+    text = _CONTROL.sub("", text).strip("\n")
+    if not text.strip():
+        return []
+    if units(text) <= limit:
+        return [text]
+    fenced = bool(_FENCE.search(text))
+    budget = limit - _FENCE_ROOM if fenced else limit
+    chunks: list[str] = []
+    current = ""
+    for piece in _pieces(text, budget):
+        if current and units(current + piece) > budget:
+            chunks.append(current)
+            current = ""
+        current += piece
+    if current:
+        chunks.append(current)
+    chunks = [chunk.strip("\n") for chunk in chunks]
+    chunks = [chunk for chunk in chunks if chunk.strip()]
+    return _balance_fences(chunks) if fenced else chunks
+
+
+def format_turn(event: TurnEvent) -> str:
+    """One turn as Discord markdown: the user's message, then the reply."""
+    user = event.user_message.strip() or "(no text)"
+    reply = event.reply.strip() or "(no reply)"
+    return f"**You**\n{user}\n\n**Hermes**\n{reply}"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(_NAME_UNSAFE.sub(" ", text).split())
+
+
+def thread_name(event: TurnEvent) -> str:
+    """A thread name from the session's title (else its first message), 1–100 units."""
+    base = _one_line(event.title)
+    if not base:
+        first = next((line for line in event.user_message.splitlines() if line.strip()), "")
+        base = _one_line(first)
+    if not base:
+        base = f"Hermes session {event.session_id}"
+    if event.profile and event.profile != "default":
+        base = f"[{_one_line(event.profile)}] {base}"
+    if units(base) > NAME_LIMIT:
+        base = next(_hard_split(base, NAME_LIMIT - 1)).rstrip() + "…"
+    return base or "Hermes session"

@@ -1,0 +1,135 @@
+"""`DiscordSink`: one public thread per session, one post (split at 2000) per turn.
+
+Idempotent by event id, three ways: the thread id is recorded before anything is posted
+into it; every part carries a nonce derived from the event id with `enforce_nonce`, so
+Discord itself drops a repeat sent within its dedup window (a crash between "posted" and
+"recorded"); and the last delivered events of each session are remembered in the map, so a
+redelivery after the window posts nothing. A thread that is gone (404) is recreated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from roam_core.errors import ConfigError
+from roam_core.mirror.events import TurnEvent
+from roam_core.mirror.sink import Receipt, SinkRetry, SinkTerminal
+from roam_core.types import PluginContext
+from roam_sink_discord.client import DiscordClient, NotFound
+from roam_sink_discord.format import format_turn, split_message, thread_name
+from roam_sink_discord.threads import ThreadMap
+
+NAME = "discord"
+TOKEN_SECRET = "ROAM_DISCORD_BOT_TOKEN"
+DEFAULT_API_BASE = "https://discord.com/api/v10"
+PUBLIC_THREAD = 11
+ARCHIVE_MINUTES = 10080
+NO_MENTIONS = {"parse": []}
+
+
+def nonce_for(event_id: str, part: int) -> str:
+    """Discord's nonce for one part of one event: deterministic, at most 25 characters."""
+    return hashlib.sha256(f"{event_id}:{part}".encode()).hexdigest()[:25]
+
+
+class DiscordSink:
+    """Posts turns into threads of one channel."""
+
+    name = NAME
+
+    def __init__(self, settings: Mapping[str, Any], context: PluginContext,
+                 client: DiscordClient | None = None) -> None:
+        channel = settings.get("discord_channel_id")
+        if channel is None or not str(channel).strip().isdigit():
+            raise ConfigError("discord_channel_id must be the numeric id of a Discord channel")
+        self.channel = str(channel).strip()
+        self.api_base = str(settings.get("discord_api_base") or DEFAULT_API_BASE).rstrip("/")
+        if not self.api_base.startswith(("https://", "http://")):
+            raise ConfigError("discord_api_base must be an http(s) URL")
+        self.context = context
+        self.threads = ThreadMap(Path(context.home))
+        self.client = client or DiscordClient(self.api_base, self._token)
+
+    # -- configuration -------------------------------------------------------------------
+
+    def _token(self) -> str:
+        try:
+            token = self.context.secret(TOKEN_SECRET)
+        except Exception as error:  # e.g. Hermes's UnscopedSecretError off the agent thread
+            raise SinkRetry(f"{TOKEN_SECRET} is not readable here ({type(error).__name__}); "
+                            "the turn stays spooled") from None
+        if not token or not token.strip():
+            raise SinkTerminal(f"{TOKEN_SECRET} is not set")
+        return token.strip()
+
+    def fingerprint(self) -> str:
+        try:
+            token = self.context.secret(TOKEN_SECRET) or ""
+        except Exception:
+            token = ""
+        identity = hashlib.sha256(b"roam-discord-token\0" + token.encode()).hexdigest()[:16]
+        return f"{self.api_base}|{self.channel}|{identity if token else 'no-token'}"
+
+    def close(self) -> None:
+        self.client.close()
+
+    # -- delivery ------------------------------------------------------------------------
+
+    def deliver(self, event: TurnEvent) -> Receipt:
+        key = event.session_key
+        entry = self.threads.get(self.channel, key)
+        if entry is not None:
+            for recent in entry.get("recent", []):
+                if recent.get("event_id") == event.event_id:
+                    return self._receipt(event, entry["thread_id"], recent["message_ids"])
+        parts = split_message(format_turn(event))
+        for _attempt in range(2):
+            thread_id = entry["thread_id"] if entry else self._create_thread(event)
+            progress = (entry or {}).get("progress") or {}
+            posted = list(progress.get("message_ids", [])) \
+                if progress.get("event_id") == event.event_id else []
+            try:
+                for index in range(len(posted), len(parts)):
+                    posted.append(self._post(thread_id, event.event_id, index, parts[index]))
+                    if index + 1 < len(parts):
+                        self.threads.set_progress(self.channel, key, event.event_id, posted)
+            except NotFound:
+                # The thread was deleted: forget it and start the turn over in a new one.
+                self.threads.forget(self.channel, key, thread_id)
+                entry = None
+                continue
+            self.threads.done(self.channel, key, event.event_id, posted)
+            return self._receipt(event, thread_id, posted)
+        raise SinkRetry("the Discord thread vanished twice while posting")
+
+    def _receipt(self, event: TurnEvent, thread_id: str, message_ids: list[str]) -> Receipt:
+        return Receipt(sink=NAME, event_id=event.event_id, reference=f"{thread_id}",
+                       parts=len(message_ids),
+                       details={"thread_id": thread_id, "message_ids": list(message_ids)})
+
+    def _create_thread(self, event: TurnEvent) -> str:
+        name = thread_name(event)
+        try:
+            body = self.client.request(
+                "POST", "POST /channels/{id}/threads", self.channel,
+                f"/channels/{self.channel}/threads",
+                {"name": name, "type": PUBLIC_THREAD, "auto_archive_duration": ARCHIVE_MINUTES})
+        except NotFound:
+            raise SinkTerminal(f"Discord channel {self.channel} does not exist or the bot "
+                               "cannot see it (404)") from None
+        thread_id = str((body or {}).get("id") or "")
+        if not thread_id.isdigit():
+            raise SinkRetry("Discord answered thread creation without a thread id")
+        self.threads.set_thread(self.channel, event.session_key, thread_id, name)
+        return thread_id
+
+    def _post(self, thread_id: str, event_id: str, index: int, content: str) -> str:
+        body = self.client.request(
+            "POST", "POST /channels/{id}/messages", thread_id,
+            f"/channels/{thread_id}/messages",
+            {"content": content, "allowed_mentions": NO_MENTIONS,
+             "nonce": nonce_for(event_id, index), "enforce_nonce": True})
+        return str((body or {}).get("id") or "")
