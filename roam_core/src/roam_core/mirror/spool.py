@@ -171,7 +171,7 @@ class Spool:
         if not payload:
             return
         with self._locked():
-            fd = _open_private(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+            fd = _open_private(path, os.O_RDWR | os.O_CREAT | os.O_APPEND)
             try:
                 size = os.fstat(fd).st_size
                 if size and os.pread(fd, 1, size - 1) != b"\n":
