@@ -5,14 +5,33 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from roam_core.errors import PluginError
+from roam_backend_git.config import (
+    DEFAULT_BRANCH,
+    DEFAULT_MAX_OBJECT_MB,
+    DEFAULT_TRANSFER_TIMEOUT,
+    parse_settings,
+)
 from roam_core.hookspecs import hookimpl
 from roam_core.storage import Backend
 from roam_core.types import BackendPlugin, PluginContext, Setting
 
+SETTINGS = (
+    Setting("git_remote", "the repository: an SSH or HTTPS URL (credentials stay in your ssh "
+            "agent or git credential helper) or a local path", required=True),
+    Setting("git_branch", "the branch that holds the store", default=DEFAULT_BRANCH),
+    Setting("git_transfer_timeout", "seconds one fetch or push may take",
+            default=DEFAULT_TRANSFER_TIMEOUT),
+    Setting("git_max_object_mb", "largest object roam writes, in MiB (keep under your git "
+            "host's file size limit)", default=DEFAULT_MAX_OBJECT_MB),
+)
+
 
 def _factory(settings: Mapping[str, Any], context: PluginContext) -> Backend:
-    raise PluginError("the git backend is not implemented yet", plugin="git")
+    parsed = parse_settings(settings, context.home)
+    # The backend module (and the git plumbing behind it) loads only when a git store is used.
+    from roam_backend_git.backend import GitBackend
+
+    return GitBackend(parsed, context.state_dir / "git-mirror", deadline=context.deadline)
 
 
 @hookimpl
@@ -21,5 +40,5 @@ def roam_storage_backends() -> Iterator[BackendPlugin]:
         name="git",
         summary="a private git repository, --force-with-lease for compare-and-swap",
         factory=_factory,
-        settings=(Setting("git_remote", "where the store lives", required=True),),
+        settings=SETTINGS,
     )

@@ -1,0 +1,340 @@
+"""`GitBackend`: the storage contract on one branch of a git repository the user owns.
+
+Layout of the branch's tree: every object is a file at its key path, written once and never
+rewritten; refs live under `.roam/refs/<name>` (a key can never start with a dot, so the two
+never collide). A ref's version token is the commit id of the branch tip holding it, so every
+swap moves it.
+
+Publishing is batched: `put_new` stages a blob in the local mirror (this instance reads it back
+at once), and `swap_ref` makes one commit holding every staged object plus the new ref on top
+of the tip it just fetched, then pushes it with `--force-with-lease=<branch>:<that tip>`. The
+remote checks the lease atomically, so of N racing devices exactly one wins; a loser's staged
+objects stay staged for its retry.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from roam_backend_git.config import GitSettings, is_ssh_url, redact_text
+from roam_backend_git.env import child_env
+from roam_backend_git.mirror import Mirror, PushOutcome
+from roam_backend_git.runner import GitRunner, one_line
+from roam_core.deadline import CONNECT_BUDGET, Deadline
+from roam_core.errors import (
+    BackendError,
+    DeadlineExceeded,
+    ObjectExists,
+    ObjectNotFound,
+    RefConflict,
+    TransientBackendError,
+)
+from roam_core.storage import Backend, validate_key, validate_ref
+from roam_core.types import Capabilities
+
+log = logging.getLogger(__name__)
+
+REF_DIR = ".roam/refs/"
+README_PATH = ".roam/README.md"
+README = (b"# roam store\n\nThis branch holds an end-to-end encrypted roam store. Every file is\n"
+          b"written once and never changed. Do not edit, rebase or force-push this branch.\n")
+#: A miss in get/exists looks at the remote again at most this often (read_ref always does).
+MISS_REFRESH_INTERVAL = 1.0
+#: Whole blobs kept in memory for ranged reads (core reads many small ranges of one pack).
+BLOB_CACHE_BYTES = 96 * 1024 * 1024
+
+
+@dataclass
+class _View:
+    """One fetched tip and its files; replaced whole, never mutated after publication."""
+
+    commit: str | None
+    files: dict[str, str] = field(default_factory=dict)
+    _dirs: frozenset[str] | None = None
+
+    @property
+    def dirs(self) -> frozenset[str]:
+        if self._dirs is None:
+            self._dirs = frozenset(_parents_of(self.files))
+        return self._dirs
+
+
+def _parents_of(keys: Iterator[str] | Mapping[str, object] | set[str]) -> set[str]:
+    parents: set[str] = set()
+    for key in keys:
+        parts = key.split("/")
+        parents.update("/".join(parts[:i]) for i in range(1, len(parts)))
+    return parents
+
+
+class GitBackend(Backend):
+    """Storage in one branch of a git repository, through a bare mirror and git plumbing."""
+
+    def __init__(self, settings: GitSettings, mirror_dir: Path,
+                 deadline: Deadline | None = None,
+                 parent_env: Mapping[str, str] | None = None) -> None:
+        self.settings = settings
+        self.capabilities = Capabilities(
+            batched_publish=True, max_object_size=settings.max_object_size, remote=True,
+            extra={"branch": settings.branch})
+        self._parent_env = dict(os.environ if parent_env is None else parent_env)
+        runner = GitRunner(Path(mirror_dir), child_env(self._parent_env), self._redact,
+                           deadline)
+        self.mirror = Mirror(Path(mirror_dir), settings, runner)
+        self._ready = False
+        self._state = threading.Lock()        # guards _staged, _view swaps and the cache
+        self._publish = threading.RLock()     # one refresh or publish at a time
+        self._view = _View(None)
+        self._refreshed_at: float | None = None
+        self._staged: dict[str, str | None] = {}   # key -> blob id (None while hashing)
+        self._staged_dirs: set[str] = set()
+        self._cache: OrderedDict[str, bytes] = OrderedDict()
+        self._cache_bytes = 0
+
+    # -- plumbing helpers -------------------------------------------------------------------
+
+    def _redact(self, text: str) -> str:
+        return redact_text(text, self.settings.remote)
+
+    def _prepare(self) -> None:
+        """Create the mirror and learn the user's ssh command, once per instance."""
+        if self._ready:
+            return
+        self.mirror.ensure()
+        if is_ssh_url(self.settings.remote):
+            found = self.mirror.git.run(["config", "--get", "core.sshCommand"],
+                                        action="config", check=False)
+            configured = found.stdout.decode().strip() or None
+            env = child_env(self._parent_env, ssh_configured=configured)
+            self.mirror.git.env["GIT_SSH_COMMAND"] = env["GIT_SSH_COMMAND"]
+        self._ready = True
+
+    def _refresh(self, max_age: float = 0.0) -> _View:
+        """The remote's current tip (fetched when new), unless we looked within `max_age`."""
+        with self._publish:
+            seen = self._refreshed_at
+            if seen is not None and time.monotonic() - seen < max_age:
+                return self._view
+            self._prepare()
+            view = self._view
+            with self.mirror.locked(CONNECT_BUDGET):
+                remote = self.mirror.remote_tip()
+                if remote is None:
+                    self.mirror.set_tracking(None)
+                    tip = None
+                elif remote == view.commit:
+                    tip = remote
+                elif self.mirror.has_commit(remote):
+                    self.mirror.set_tracking(remote)
+                    tip = remote
+                else:
+                    tip = self.mirror.fetch()
+            self._set_view(tip)
+            self._refreshed_at = time.monotonic()
+            return self._view
+
+    def _set_view(self, tip: str | None, files: dict[str, str] | None = None) -> None:
+        if tip == self._view.commit and files is None:
+            return
+        if files is None:
+            files = self.mirror.tree(tip) if tip else {}
+        view = _View(tip, files)
+        with self._state:
+            self._view = view
+            # Someone else published these keys first; theirs is the object now.
+            for key in [k for k in self._staged if k in files]:
+                if self._staged[key] not in (None, files[key]):
+                    log.warning("git store: %s was published by another device first", key)
+                del self._staged[key]
+            self._staged_dirs = _parents_of(self._staged)
+
+    def _lookup(self, key: str) -> str | None:
+        with self._state:
+            staged = self._staged.get(key)
+        return staged or self._view.files.get(key)
+
+    def _find(self, key: str) -> str | None:
+        sha = self._lookup(key)
+        if sha is None:
+            self._refresh(MISS_REFRESH_INTERVAL)
+            sha = self._lookup(key)
+        return sha
+
+    def _read(self, sha: str, cache: bool) -> bytes:
+        with self._state:
+            cached = self._cache.get(sha)
+            if cached is not None:
+                self._cache.move_to_end(sha)
+                return cached
+        data = self.mirror.read_blob(sha)
+        if cache and len(data) <= BLOB_CACHE_BYTES:
+            with self._state:
+                if sha not in self._cache:
+                    self._cache[sha] = data
+                    self._cache_bytes += len(data)
+                while self._cache_bytes > BLOB_CACHE_BYTES:
+                    _old, dropped = self._cache.popitem(last=False)
+                    self._cache_bytes -= len(dropped)
+        return data
+
+    # -- objects ----------------------------------------------------------------------------
+
+    def get(self, key: str, offset: int = 0, length: int | None = None) -> bytes:
+        validate_key(key)
+        sha = self._find(key)
+        if sha is None:
+            raise ObjectNotFound(key)
+        data = self._read(sha, cache=offset > 0 or length is not None)
+        end = None if length is None else offset + length
+        return data[offset:end]
+
+    def exists(self, key: str) -> bool:
+        return self._find(validate_key(key)) is not None
+
+    def put_new(self, key: str, data: bytes) -> None:
+        validate_key(key)
+        if len(data) > self.settings.max_object_size:
+            raise BackendError(f"object {key} is {len(data)} bytes, over git_max_object_mb "
+                               f"({self.settings.max_object_mb} MiB)")
+        if self._refreshed_at is None:
+            self._refresh()
+        with self._state:
+            view = self._view
+            if key in self._staged or key in view.files:
+                raise ObjectExists(key)
+            parents = _parents_of({key})
+            clash = next((p for p in parents if p in view.files or p in self._staged), None)
+            if clash or key in view.dirs or key in self._staged_dirs:
+                raise BackendError(f"object {key} clashes with {clash or key + '/…'} in the "
+                                   "git store (a path cannot be both a file and a folder)")
+            self._staged[key] = None
+            self._staged_dirs |= parents
+        try:
+            sha = self.mirror.hash_blob(bytes(data))
+        except BaseException:
+            with self._state:
+                self._staged.pop(key, None)
+                self._staged_dirs = _parents_of(self._staged)
+            raise
+        with self._state:
+            self._staged[key] = sha
+
+    def list(self, prefix: str = "") -> Iterator[str]:
+        view = self._refresh()
+        with self._state:
+            staged = {key for key, sha in self._staged.items() if sha}
+        keys = {key for key in view.files if not key.startswith(".")} | staged
+        return iter(sorted(key for key in keys if key.startswith(prefix)))
+
+    # -- the ref ----------------------------------------------------------------------------
+
+    def read_ref(self, name: str) -> tuple[bytes, str] | None:
+        path = REF_DIR + validate_ref(name)
+        view = self._refresh()
+        sha = view.files.get(path)
+        if sha is None or view.commit is None:
+            return None
+        return self.mirror.read_blob(sha), view.commit
+
+    def swap_ref(self, name: str, data: bytes, expected_version: str | None) -> str:
+        path = REF_DIR + validate_ref(name)
+        with self._publish:
+            view = self._refresh()
+            current = view.commit if path in view.files else None
+            if current != expected_version:
+                raise RefConflict(f"ref {name} moved (expected {expected_version}, "
+                                  f"found {current})")
+            entries = {path: self.mirror.hash_blob(bytes(data))}
+            with self._state:
+                batch = {k: s for k, s in self._staged.items() if s and k not in view.files}
+            entries.update(batch)
+            if view.commit is None:
+                entries[README_PATH] = self.mirror.hash_blob(README)
+            message = (f"roam: {name} with {len(batch)} new objects\n\n"
+                       f"nonce {secrets.token_hex(8)}\n")
+            commit = self.mirror.commit(view.commit, sorted(entries.items()), message)
+            self._push(commit, view.commit)
+            self.mirror.set_tracking(commit)
+            files = dict(view.files)
+            files.update(entries)
+            self._set_view(commit, files)
+            self._refreshed_at = time.monotonic()
+            return commit
+
+    def _push(self, commit: str, lease: str | None) -> None:
+        """Push under the lease; RefConflict when the remote moved, staged objects kept."""
+        try:
+            with self.mirror.locked(CONNECT_BUDGET):
+                outcome = self.mirror.push(commit, lease)
+        except DeadlineExceeded:
+            raise
+        except TransientBackendError:
+            # The connection may have failed after the remote took the push.
+            if self._remote_tip_or_none() == commit:
+                return
+            raise
+        if not outcome.accepted:
+            self._rejected(commit, lease, outcome)
+
+    def _remote_tip_or_none(self) -> str | None:
+        try:
+            return self.mirror.remote_tip()
+        except BackendError:
+            return None
+
+    def _rejected(self, commit: str, lease: str | None, outcome: PushOutcome) -> None:
+        if "stale info" in outcome.summary:
+            raise RefConflict(f"ref moved on the remote while publishing ({outcome.summary})")
+        # A lease that passed the client's check can still lose on the server's atomic
+        # update; only the remote's tip tells a lost race from a refusal (hooks, rights).
+        tip = self.mirror.remote_tip()
+        if tip == commit:
+            return
+        if tip != lease:
+            raise RefConflict(f"ref moved on the remote while publishing ({outcome.summary})")
+        detail = self._redact(outcome.summary or one_line(outcome.stderr))
+        raise BackendError(f"git push rejected by {self.settings.public_remote}: {detail}")
+
+    # -- the remote ---------------------------------------------------------------------------
+
+    def identity(self) -> str:
+        return f"{self.settings.public_remote}#{self.settings.branch}"
+
+    def remote_tip(self) -> str | None:
+        """The branch's commit on the remote right now (None: no branch); one round trip."""
+        self._prepare()
+        return self.mirror.remote_tip()
+
+    def ping(self) -> None:
+        self.remote_tip()
+
+    def create_remote(self) -> None:
+        with self._publish:
+            view = self._refresh()
+            if view.commit is not None:
+                return
+            entries = [(README_PATH, self.mirror.hash_blob(README))]
+            commit = self.mirror.commit(None, entries, "roam: store created\n")
+            try:
+                self._push(commit, None)
+            except RefConflict:
+                pass  # another device created it first: the branch exists, which is the goal
+            self._refresh()
+
+    def doctor(self) -> list[tuple[str, bool, str]]:
+        from roam_backend_git.doctor import checks
+
+        return checks(self)
+
+    def close(self) -> None:
+        with self._state:
+            self._cache.clear()
+            self._cache_bytes = 0

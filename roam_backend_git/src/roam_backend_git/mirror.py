@@ -1,0 +1,194 @@
+"""The local mirror: a bare repository and the plumbing roam runs in it.
+
+No checkout and no working tree: blobs are written with `hash-object`, trees with a private
+index (`read-tree`, `update-index --index-info`, `write-tree`) and commits with
+`commit-tree`. The last tip seen on the remote is kept in `refs/roam/<namespace>/tip`, one
+namespace per remote and branch, so changing `git_remote` never mixes two stores.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import secrets
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from roam_backend_git.config import GitSettings
+from roam_backend_git.runner import GitRunner, classify
+from roam_core.deadline import CONNECT_BUDGET
+from roam_core.errors import BackendError, TransientBackendError
+
+_PUSH_OK_FLAGS = (" ", "+", "*", "=", "-")
+
+
+@dataclass(frozen=True)
+class PushOutcome:
+    """How the remote answered a push of our branch."""
+
+    accepted: bool
+    summary: str
+    stderr: str
+
+
+class Mirror:
+    """One bare repository under the home's state directory, talking to one remote."""
+
+    def __init__(self, path: Path, settings: GitSettings, runner: GitRunner) -> None:
+        self.path = path
+        self.settings = settings
+        self.git = runner
+        self.branch_ref = f"refs/heads/{settings.branch}"
+        self.tracking_ref = f"refs/roam/{settings.namespace}/tip"
+
+    # -- setup and locking -----------------------------------------------------------------
+
+    def ensure(self) -> None:
+        """Create the bare repository once (no templates, so no hooks of the user's)."""
+        if (self.path / "HEAD").is_file():
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as error:
+            raise BackendError(f"cannot create {self.path.parent}: {error.strerror}") from None
+        self.git.run(["init", "--bare", "--quiet", "--template=", str(self.path)],
+                     action="init (local mirror)")
+        os.chmod(self.path, 0o700)
+
+    @contextlib.contextmanager
+    def locked(self, cap: float) -> Iterator[None]:
+        """Serialise fetches and publishes of processes sharing this mirror."""
+        self.ensure()
+        fd = os.open(self.path / "roam.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            give_up = time.monotonic() + self.git.timeout(cap)
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > give_up:
+                        raise TransientBackendError(
+                            f"git mirror {self.path} is busy (another roam process)") from None
+                    time.sleep(0.05)
+            yield
+        finally:
+            os.close(fd)
+
+    # -- talking to the remote ---------------------------------------------------------------
+
+    def remote_tip(self) -> str | None:
+        """The remote branch's commit, or None when the branch does not exist (one round trip).
+
+        Bounded by the connect budget, so a blackholed remote fails in seconds, not after the
+        transfer timeout.
+        """
+        cap = min(CONNECT_BUDGET, self.settings.transfer_timeout)
+        out = self.git.run(["ls-remote", "--", self.settings.remote, self.branch_ref],
+                           action="ls-remote", cap=cap, network=True).stdout.decode()
+        for line in out.splitlines():
+            sha, _, ref = line.partition("\t")
+            if ref.strip() == self.branch_ref:
+                return sha.strip()
+        return None
+
+    def fetch(self) -> str | None:
+        """Fetch the branch into the tracking ref; return the fetched tip (None if absent)."""
+        refspec = f"+{self.branch_ref}:{self.tracking_ref}"
+        result = self.git.run(
+            ["fetch", "--quiet", "--no-tags", "--", self.settings.remote, refspec],
+            action="fetch", cap=self.settings.transfer_timeout, network=True, check=False)
+        if result.returncode != 0:
+            if "couldn't find remote ref" in result.stderr.lower():
+                self.set_tracking(None)
+                return None
+            raise classify("fetch", result.stderr, self.git.redact)
+        return self.tracking()
+
+    def push(self, commit: str, lease: str | None) -> PushOutcome:
+        """Push `commit` to the branch if the remote is still at `lease` (None: absent)."""
+        result = self.git.run(
+            ["push", "--porcelain", "--no-verify",
+             f"--force-with-lease={self.branch_ref}:{lease or ''}",
+             "--", self.settings.remote, f"{commit}:{self.branch_ref}"],
+            action="push", cap=self.settings.transfer_timeout, network=True, check=False)
+        out = result.stdout.decode("utf-8", "replace")
+        for line in out.splitlines():
+            flag, _, rest = line.partition("\t")
+            refs, _, summary = rest.partition("\t")
+            if refs.endswith(f":{self.branch_ref}") and flag:
+                accepted = flag in _PUSH_OK_FLAGS and result.returncode == 0
+                return PushOutcome(accepted, summary.strip(), result.stderr)
+        if result.returncode == 0:
+            return PushOutcome(True, "", result.stderr)
+        raise classify("push", result.stderr, self.git.redact)
+
+    # -- local refs and objects ----------------------------------------------------------------
+
+    def tracking(self) -> str | None:
+        result = self.git.run(
+            ["rev-parse", "--verify", "--quiet", f"{self.tracking_ref}^{{commit}}"],
+            action="rev-parse", check=False)
+        if result.returncode != 0:
+            return None
+        return result.stdout.decode().strip() or None
+
+    def set_tracking(self, commit: str | None) -> None:
+        if commit is None:
+            self.git.run(["update-ref", "-d", self.tracking_ref], action="update-ref",
+                         check=False)
+        else:
+            self.git.run(["update-ref", self.tracking_ref, commit], action="update-ref")
+
+    def has_commit(self, sha: str) -> bool:
+        return self.git.run(["cat-file", "-e", f"{sha}^{{commit}}"], action="cat-file",
+                            check=False).returncode == 0
+
+    def tree(self, commit: str) -> dict[str, str]:
+        """Every file of `commit` as path → blob id."""
+        out = self.git.run(["ls-tree", "-r", "-z", "--full-tree", commit],
+                           action="ls-tree").stdout
+        entries: dict[str, str] = {}
+        for record in out.split(b"\0"):
+            if not record:
+                continue
+            meta, _, path = record.partition(b"\t")
+            parts = meta.split()
+            if len(parts) == 3 and parts[1] == b"blob":
+                entries[path.decode("utf-8", "surrogateescape")] = parts[2].decode()
+        return entries
+
+    def hash_blob(self, data: bytes) -> str:
+        out = self.git.run(["hash-object", "-w", "--no-filters", "--stdin"],
+                           action="hash-object", input=data).stdout
+        return out.decode().strip()
+
+    def read_blob(self, sha: str) -> bytes:
+        return self.git.run(["cat-file", "blob", sha], action="cat-file").stdout
+
+    def commit(self, parent: str | None, entries: Iterable[tuple[str, str]],
+               message: str) -> str:
+        """A commit of `parent`'s tree plus `entries` (path, blob id), through a private index."""
+        index = self.path / f"roam-index-{secrets.token_hex(8)}"
+        env = {"GIT_INDEX_FILE": str(index)}
+        try:
+            self.git.run(["read-tree", parent] if parent else ["read-tree", "--empty"],
+                         action="read-tree", env=env)
+            records = b"".join(f"100644 blob {sha}\t{path}".encode() + b"\0"
+                               for path, sha in entries)
+            if records:
+                self.git.run(["update-index", "-z", "--index-info"], action="update-index",
+                             input=records, env=env)
+            tree = self.git.run(["write-tree"], action="write-tree",
+                                env=env).stdout.decode().strip()
+            args = ["commit-tree", "--no-gpg-sign", tree, "-m", message]
+            if parent:
+                args += ["-p", parent]
+            return self.git.run(args, action="commit-tree").stdout.decode().strip()
+        finally:
+            for leftover in (index, index.with_name(index.name + ".lock")):
+                with contextlib.suppress(FileNotFoundError):
+                    leftover.unlink()

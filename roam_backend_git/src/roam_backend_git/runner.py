@@ -1,0 +1,153 @@
+"""Running git: an argv list, an allowlisted environment and a hard timeout, every time.
+
+Each child starts in its own process group so a timeout kills git together with the
+transport helpers it started (git-remote-http, ssh); otherwise a blackholed remote would
+leave them hanging after roam gave up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from roam_core import deadline as _deadline
+from roam_core.errors import BackendError, DeadlineExceeded, TransientBackendError
+
+#: Config for every call: no background gc/maintenance processes outliving roam, no pager,
+#: and no signing prompts from a user's global `commit.gpgSign`.
+BASE_CONFIG = ("gc.auto=0", "maintenance.auto=false", "core.pager=cat",
+               "commit.gpgSign=false", "credential.interactive=false")
+#: Transfers slower than 1 byte/s for a minute are dead (covers a stalled https stream).
+NETWORK_CONFIG = ("http.lowSpeedLimit=1", "http.lowSpeedTime=60")
+
+#: Cap for local plumbing (hash-object, cat-file, write-tree): generous, never infinite.
+LOCAL_TIMEOUT = 120.0
+
+_AUTH_PATTERNS = re.compile(
+    r"authentication failed|permission denied|could not read (username|password)"
+    r"|terminal prompts disabled|http 401|http 403|returned error: 40[13]"
+    r"|host key verification failed|invalid username or password|access denied"
+    r"|repository not found|not authorized",
+    re.IGNORECASE,
+)
+_NETWORK_PATTERNS = re.compile(
+    r"could not resolve|connection refused|connection timed out|timed out|unable to access"
+    r"|early eof|hung up unexpectedly|operation too slow|network is unreachable"
+    r"|no route to host|connection reset|broken pipe|could not connect|failed to connect"
+    r"|rpc failed|remote end hung up|temporary failure|unexpected disconnect",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class GitResult:
+    """What one git call returned."""
+
+    returncode: int
+    stdout: bytes
+    stderr: str
+
+
+def one_line(stderr: str) -> str:
+    """The line of git's stderr that says what went wrong, without its `fatal:` prefix."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    for marker in ("fatal:", "error:", "remote: error:", "ssh:"):
+        chosen = [line for line in lines if line.lower().startswith(marker)]
+        if chosen:
+            line = chosen[0]
+            return line.split(":", 1)[1].strip() if marker != "ssh:" else line
+    return lines[-1] if lines else "no message"
+
+
+def classify(action: str, stderr: str, redact: Callable[[str], str]) -> BackendError:
+    """Turn a failed network call's stderr into roam's error tree, credentials cut out."""
+    detail = redact(one_line(stderr))
+    if _AUTH_PATTERNS.search(stderr):
+        return BackendError(f"git {action}: authentication failed or access denied: {detail} "
+                            "(check your ssh key/agent or git credential helper)")
+    if _NETWORK_PATTERNS.search(stderr):
+        return TransientBackendError(f"git {action}: remote unreachable: {detail}")
+    return BackendError(f"git {action} failed: {detail}")
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        process.kill()
+
+
+class GitRunner:
+    """Runs git against one bare repository with a fixed child environment."""
+
+    def __init__(self, git_dir: Path | None, env: Mapping[str, str],
+                 redact: Callable[[str], str],
+                 deadline: _deadline.Deadline | None = None) -> None:
+        self.git_dir = git_dir
+        self.env = dict(env)
+        self.redact = redact
+        self.fallback_deadline = deadline
+
+    def timeout(self, cap: float) -> float:
+        """`cap` bounded by the running operation's deadline (DeadlineExceeded if spent)."""
+        current = _deadline.current() or self.fallback_deadline
+        return cap if current is None else current.timeout(cap)
+
+    def argv(self, args: Sequence[str], network: bool) -> list[str]:
+        argv = ["git"]
+        for item in (*BASE_CONFIG, *(NETWORK_CONFIG if network else ())):
+            argv += ["-c", item]
+        if self.git_dir is not None:
+            argv.append(f"--git-dir={self.git_dir}")
+        return argv + list(args)
+
+    def run(self, args: Sequence[str], *, action: str, cap: float = LOCAL_TIMEOUT,
+            input: bytes | None = None, network: bool = False, check: bool = True,
+            env: Mapping[str, str] | None = None) -> GitResult:
+        """Run `git args`; raise a `BackendError` subclass on failure when `check`."""
+        timeout = self.timeout(cap)
+        child_env = dict(self.env, **env) if env else self.env
+        cwd = self.git_dir if self.git_dir is not None and self.git_dir.is_dir() else None
+        try:
+            process = subprocess.Popen(
+                self.argv(args, network), stdin=subprocess.PIPE if input is not None
+                else subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                env=child_env, cwd=cwd, start_new_session=True,
+            )
+        except FileNotFoundError:
+            raise BackendError("git is not installed or not on PATH") from None
+        except OSError as error:
+            raise BackendError(f"cannot run git: {error.strerror or error}") from None
+        started = time.monotonic()
+        try:
+            stdout, stderr = process.communicate(input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(process)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.communicate(timeout=5)
+            raise self._timed_out(action, time.monotonic() - started) from None
+        except BaseException:
+            _kill_group(process)
+            process.wait()
+            raise
+        result = GitResult(process.returncode, stdout, stderr.decode("utf-8", "replace"))
+        if check and result.returncode != 0:
+            if network:
+                raise classify(action, result.stderr, self.redact)
+            raise BackendError(f"git {action} failed: {self.redact(one_line(result.stderr))}")
+        return result
+
+    def _timed_out(self, action: str, elapsed: float) -> BackendError:
+        current = _deadline.current() or self.fallback_deadline
+        if current is not None and current.expired():
+            return DeadlineExceeded(f"git {action}: {current.operation} ran out of time "
+                                    f"after {elapsed:.0f} s")
+        return TransientBackendError(f"git {action}: no answer within {elapsed:.0f} s "
+                                     "(remote unreachable or too slow)")

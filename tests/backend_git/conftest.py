@@ -1,0 +1,60 @@
+"""Real git remotes for the git backend's tests: file://, git daemon and smart HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from support.git_remotes import bare_repo, file_url, git_daemon, smart_http
+
+from roam_backend_git.backend import GitBackend
+from roam_backend_git.config import parse_settings
+
+TRANSPORTS = ("file", "daemon", "http")
+
+
+@pytest.fixture(scope="session")
+def served_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The directory both network servers export; each test adds its own repository."""
+    return tmp_path_factory.mktemp("git-served")
+
+
+@pytest.fixture(scope="session")
+def daemon_base(served_root: Path) -> Iterator[str]:
+    with git_daemon(served_root) as base:
+        yield base
+
+
+@pytest.fixture(scope="session")
+def http_base(served_root: Path) -> Iterator[str]:
+    with smart_http(served_root) as base:
+        yield base
+
+
+def new_remote(transport: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh empty repository reachable over `transport`; returns its URL."""
+    if transport == "file":
+        return file_url(bare_repo(tmp_path / "remote"))
+    root = request.getfixturevalue("served_root")
+    base = request.getfixturevalue("daemon_base" if transport == "daemon" else "http_base")
+    return base + bare_repo(root).name
+
+
+@pytest.fixture(params=TRANSPORTS)
+def remote_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh empty repository, once per transport."""
+    return new_remote(request.param, request, tmp_path)
+
+
+@pytest.fixture
+def open_backend(tmp_path: Path) -> Callable[..., GitBackend]:
+    """Open a backend as a new device (own mirror) on `url`."""
+    counter = iter(range(10**6))
+
+    def opener(url: str, **settings: object) -> GitBackend:
+        home = tmp_path / f"device-{next(counter)}"
+        parsed = parse_settings({"git_remote": url, **settings}, home)
+        return GitBackend(parsed, home / "roam" / "git-mirror")
+
+    return opener
