@@ -1,0 +1,92 @@
+"""`roam doctor`: every check on its own line; non-zero exit when any fails."""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from roam_core.cli.common import operation
+from roam_core.cli.output import emit_json, sanitize
+from roam_core.engine.session import Session
+from roam_core.errors import RoamError
+
+Check = tuple[str, bool, str]
+
+
+def _writable(path: Path) -> Check:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".roam-doctor-"):
+            pass
+        return (f"writable {path.name}/", True, str(path))
+    except OSError as error:
+        return (f"writable {path.name}/", False, f"{path}: {error.strerror or error}")
+
+
+def _run_check(name: str, func: Callable[[], str]) -> Check:
+    try:
+        return (name, True, func())
+    except RoamError as error:
+        return (name, False, str(error))
+    except OSError as error:
+        return (name, False, str(error))
+
+
+def checks(session: Session) -> list[Check]:
+    from roam_core.engine.remote import read_verified_head
+    from roam_core.engine.scan import list_shared
+    from roam_core.engine.state import load_floor
+
+    rows: list[Check] = [
+        _run_check("archive key", lambda: (session.keys, "decodes to 32 bytes")[1])]
+    backend_ok = _run_check("backend", lambda: f"{session.settings.get('backend')}: "
+                            f"{session.backend.identity()}")
+    rows.append(backend_ok)
+    if backend_ok[1]:
+        rows.append(_run_check("backend reachable", lambda: (session.backend.ping(), "answers")[1]))
+        rows.extend(session.backend.doctor())
+        state = session.state()
+
+        def head() -> str:
+            found = read_verified_head(session, state)
+            if found is None:
+                return "no HEAD yet (run roam init)"
+            floor = load_floor(session.state_dir, session.backend.identity())
+            return f"generation {found.generation} verifies, not below the floor ({floor})"
+
+        if rows[0][1]:
+            rows.append(_run_check("HEAD", head))
+    limit = session.max_file_size
+
+    def sizes() -> str:
+        big = [item.rel for item in list_shared(session.scope).values() if item.size > limit]
+        if big:
+            raise RoamError(f"over max_file_mb ({limit >> 20} MiB): {', '.join(big[:5])}")
+        return f"every shared file is under {limit >> 20} MiB"
+
+    rows.append(_run_check("bundle size", sizes))
+    rows.append(_writable(session.state_dir))
+    rows.append(_writable(session.state_dir / "backups"))
+    return rows
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    with operation(args, "doctor", lock=False) as session:
+        rows = checks(session)
+    failed = [row for row in rows if not row[1]]
+    if args.json:
+        emit_json([{"check": n, "ok": ok, "detail": d} for n, ok, d in rows])
+    else:
+        for name, ok, detail in rows:
+            print(f"{'ok  ' if ok else 'FAIL'}  {sanitize(name)}: {sanitize(detail)}")
+    return 1 if failed else 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("doctor", help="check the key, backend, HEAD and local state")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(func=_doctor)
+
+

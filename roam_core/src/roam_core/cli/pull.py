@@ -1,0 +1,117 @@
+"""`roam pull|diff|restore`: review what the store holds, then install it through the journal."""
+
+from __future__ import annotations
+
+import argparse
+
+from roam_core.cli.common import operation
+from roam_core.cli.output import emit_json, sanitize
+from roam_core.cli.sync import _size, print_capped
+
+
+def _pull(args: argparse.Namespace) -> int:
+    from roam_core.engine.plan import iter_lines
+    from roam_core.engine.pull import pull
+
+    only = tuple(args.only or ())
+    with operation(args, "pull", lock=True) as session:
+        result = pull(session, apply=args.apply, overwrite_conflicts=args.overwrite_conflicts,
+                      only=only, keep_seen=args.keep_seen, dry_run=args.dry_run)
+        root = session.root
+    plan = result.plan
+    if args.json:
+        emit_json({**plan.as_json(), "applied": result.applied,
+                   "verified_bytes": result.verified_bytes, "root": str(root)})
+        return result.exit_code
+    print(f"roam: generation {plan.generation} from {sanitize(plan.device)} ({plan.created}) "
+          f"into {sanitize(root)}")
+    lines = list(iter_lines(plan))
+    print_capped(lines)
+    print(f"  unchanged: {plan.unchanged} file(s)")
+    if args.dry_run:
+        print(f"roam: downloaded and verified {_size(result.verified_bytes)}; nothing written")
+    elif result.applied:
+        installed = len(plan.ops)
+        print(f"roam: installed {installed} change(s); now at generation "
+              f"{plan.generation if not (only or args.keep_seen) else 'unchanged'}")
+        if plan.conflicts:
+            print("roam: conflicts were kept local — run roam pull --apply --overwrite-conflicts "
+                  "to take the remote versions (yours are backed up), or roam push to publish "
+                  "yours")
+    elif plan.has_changes or plan.conflicts:
+        print("roam: run roam pull --apply to install" + (
+            " (add --overwrite-conflicts to take the remote versions of conflicts)"
+            if plan.conflicts else ""))
+    else:
+        print("roam: nothing to install")
+    return result.exit_code
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from roam_core.engine.plan import iter_lines
+    from roam_core.engine.pull import pull
+
+    with operation(args, "diff", lock=False) as session:
+        plan = pull(session).plan
+    if args.json:
+        emit_json(plan.as_json())
+        return 0
+    groups: dict[str, list[str]] = {"shared": [], "local": [], "ignored": []}
+    for line in iter_lines(plan):
+        if line.startswith("kept local by rules: "):
+            scope = "ignored" if "(ignored" in line else "local"
+            groups[scope].append(line.removeprefix("kept local by rules: "))
+        else:
+            groups["shared"].append(line)
+    for scope, lines in groups.items():
+        print(f"{scope}: {len(lines)}")
+        print_capped(lines)
+    print(f"unchanged: {plan.unchanged} file(s)")
+    return 0
+
+
+def _restore(args: argparse.Namespace) -> int:
+    from roam_core.engine.history import restore
+
+    with operation(args, "restore", lock=True) as session:
+        result = restore(session, args.path, args.generation, apply=args.apply)
+    if args.json:
+        emit_json(result)
+        return 0
+    if result["action"] == "unchanged":
+        print(f"roam: {sanitize(args.path)} already matches generation {args.generation}")
+    elif result["applied"]:
+        print(f"roam: restored {sanitize(args.path)} from generation {args.generation}; "
+              "it is now a local change — roam push publishes it")
+    else:
+        print(f"roam: would {result['action']} {sanitize(args.path)} with its version from "
+              f"generation {args.generation} ({_size(result['size'])}); add --apply to do it")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("pull", help="show what the store would change here; "
+                                   "--apply installs it")
+    parser.add_argument("--apply", action="store_true", help="install through the journal")
+    parser.add_argument("--overwrite-conflicts", action="store_true",
+                        help="take the remote version of paths changed on both sides")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="download and verify, then stop; nothing is written")
+    parser.add_argument("--only", action="append", metavar="PREFIX",
+                        help="restrict to these paths (repeatable); does not advance the "
+                        "generation this device has seen")
+    parser.add_argument("--keep-seen", action="store_true",
+                        help="do not advance the generation this device has seen")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(func=_pull)
+
+    parser = subparsers.add_parser("diff", help="the pull preview grouped by scope class")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(func=_diff)
+
+    parser = subparsers.add_parser("restore", help="bring back a path as it was in a generation")
+    parser.add_argument("path", help="a path relative to the home")
+    parser.add_argument("--generation", type=int, required=True, metavar="N")
+    parser.add_argument("--apply", action="store_true", help="install through the journal")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(func=_restore)

@@ -1,0 +1,176 @@
+"""`roam init|status|push|devices|history`: founding a fleet and publishing generations."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from roam_core.cli.common import operation
+from roam_core.cli.output import emit_json, sanitize, table
+from roam_core.cli.progress import Progress
+from roam_core.errors import TransientBackendError
+
+CAP = 40
+
+
+def _size(count: int) -> str:
+    value = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{count} B"
+
+
+def print_capped(lines: list[str], indent: str = "  ") -> None:
+    for line in lines[:CAP]:
+        print(f"{indent}{sanitize(line)}")
+    if len(lines) > CAP:
+        print(f"{indent}… {len(lines) - CAP} more")
+
+
+def _init(args: argparse.Namespace) -> int:
+    from roam_core.engine.fleet import init
+
+    with operation(args, "init") as session:
+        result = init(session, create_remote=args.create_remote)
+    if result.founded:
+        print(f"roam: founded a new fleet on {sanitize(result.identity)} as device "
+              f"{sanitize(result.device)} (generation 0)")
+    elif result.rejoined:
+        print(f"roam: already set up on {sanitize(result.identity)} as {sanitize(result.device)}")
+    else:
+        print(f"roam: joined the fleet on {sanitize(result.identity)} at generation "
+              f"{result.generation} as device {sanitize(result.device)}; run roam pull next")
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from roam_core.engine.status import status
+
+    with operation(args, "status", lock=False) as session:
+        report = status(session)
+    if args.json:
+        emit_json(report)
+        return 0 if report["reachable"] else 1
+    print(f"home:    {sanitize(report['root'])} (device {sanitize(report['device'])})")
+    for profile in report.get("profiles", []):
+        marker = "(excluded)" if profile["excluded"] else "(synced)"
+        print(f"profile: {sanitize(profile['name'])}{marker}")
+    print(f"local:   generation {report['local_generation']}, {report['dirty']} local change(s)")
+    for key, value in sorted((report.get("optional") or {}).items()):
+        print(f"option:  {key}: {'on' if value else 'off'}")
+    if report["conflicts"]:
+        print(f"conflicts kept local: {len(report['conflicts'])}")
+        print_capped(report["conflicts"])
+    if report.get("pending_push_error"):
+        print(f"last auto push failed: {sanitize(report['pending_push_error'])}")
+    if not report["reachable"]:
+        raise TransientBackendError(f"remote unreachable: {report['error']}")
+    print(f"remote:  generation {report['remote_generation']} on {sanitize(report['identity'])},"
+          f" fleet of {report['fleet_size']}")
+    if report["behind"]:
+        print("state:   behind — run roam pull")
+    elif report["dirty"]:
+        print("state:   ahead — run roam push")
+    else:
+        print("state:   in sync")
+    return 0
+
+
+def _push(args: argparse.Namespace) -> int:
+    from roam_core.engine.push import push
+
+    with operation(args, "push") as session:
+        progress = Progress("push", quiet=args.quiet or args.json)
+        try:
+            result = push(session, force=args.force, dry_run=args.dry_run,
+                          progress=progress.advance)
+        finally:
+            progress.close()
+    if args.json:
+        emit_json(result.as_json())
+        return 0
+    if result.nothing:
+        print("roam: nothing to push — the home matches the last synced generation")
+        return 0
+    if result.dry_run:
+        lines = ([f"added: {p}" for p in result.added] + [f"changed: {p}" for p in result.changed]
+                 + [f"removed: {p}" for p in result.removed])
+        print(f"roam: would push {len(lines)} change(s), {_size(result.bytes_changed)}:")
+        print_capped(lines)
+        return 0
+    print(f"roam: pushed generation {result.generation} ({len(result.added)} added, "
+          f"{len(result.changed)} changed, {len(result.removed)} removed; "
+          f"{_size(result.uploaded_bytes)} uploaded)")
+    return 0
+
+
+def _devices(args: argparse.Namespace) -> int:
+    from roam_core.engine.remote import require_remote
+
+    with operation(args, "status", lock=False) as session:
+        view = require_remote(session, session.require_state())
+    rows = [{"device": name, **info} for name, info in sorted(view.snapshot.roster.items())]
+    if args.json:
+        emit_json(rows)
+        return 0
+    table(("Device", "Last push", "Last pull", "roam", "Hermes", "Seen"),
+          [(r["device"], _dash(r.get("last_push")), _dash(r.get("last_pull")),
+            _dash(r.get("roam_version")), _dash(r.get("hermes_version")), _dash(r.get("time")))
+           for r in rows])
+    return 0
+
+
+def _dash(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
+def _history(args: argparse.Namespace) -> int:
+    from roam_core.engine.history import generation_list, path_history
+
+    with operation(args, "status", lock=False) as session:
+        rows = path_history(session, args.path) if args.path else generation_list(session)
+    if args.json:
+        emit_json(rows)
+        return 0
+    if args.path:
+        lines = [f"{r['generation']:>5}  {r['date']}  {r['device']}  " + (
+            "deleted" if r["deleted"] else f"{r['sha256'][:12]}  {_size(r['size'])}")
+            for r in rows]
+    else:
+        lines = [f"{r['generation']:>5}  {r['date']}  {r['device']}  {r['files']} files, "
+                 f"{_size(r['bytes'])}" for r in rows]
+    if not lines:
+        print("roam: no history" + (f" for {args.path}" if args.path else ""))
+    print_capped(lines, indent="")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("init", help="found a fleet or join one on this device")
+    parser.add_argument("--create-remote", action="store_true",
+                        help="create the bucket, branch or folder if it does not exist")
+    parser.set_defaults(func=_init)
+
+    parser = subparsers.add_parser("status", help="local and remote generation, changes")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(func=_status)
+
+    parser = subparsers.add_parser("push", help="publish this home's shared files")
+    parser.add_argument("--force", action="store_true",
+                        help="publish even though the remote moved ahead")
+    parser.add_argument("--dry-run", action="store_true", help="list what would be pushed")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress display")
+    parser.set_defaults(func=_push)
+
+    parser = subparsers.add_parser("devices", help="the fleet's devices")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(func=_devices)
+
+    parser = subparsers.add_parser("history", help="every generation, or one path's versions")
+    parser.add_argument("path", nargs="?", help="a path relative to the home")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(func=_history)
+

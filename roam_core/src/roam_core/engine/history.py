@@ -1,0 +1,125 @@
+"""History and restore: every generation the store holds, and any file version in them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from roam_core.engine import remote as remote_module
+from roam_core.engine.journal import Install, Op
+from roam_core.engine.plan import _raw_sha
+from roam_core.engine.scan import StatCache, fill_digests, list_shared
+from roam_core.engine.session import Session
+from roam_core.errors import IntegrityError, UserError
+from roam_core.store.manifest import FileEntry, Manifest, check_path
+from roam_core.store.objects import Snapshot
+from roam_core.types import Scope
+
+
+@dataclass
+class Generation:
+    number: int
+    snapshot_id: str
+    snapshot: Snapshot
+
+
+def generations(session: Session) -> Iterator[Generation]:
+    """Newest first, following parents from HEAD; stops at the first object that fails."""
+    state = session.state()
+    head = remote_module.read_verified_head(session, state)
+    if head is None:
+        return
+    snapshot_id: str | None = head.snapshot
+    expected = head.generation
+    while snapshot_id is not None:
+        snapshot = session.repo.load_snapshot(snapshot_id)
+        if snapshot.generation != expected:
+            raise IntegrityError(f"integrity error: snapshot {snapshot_id} is out of order")
+        yield Generation(snapshot.generation, snapshot_id, snapshot)
+        snapshot_id = snapshot.parent
+        expected -= 1
+
+
+def generation_list(session: Session) -> list[dict[str, Any]]:
+    rows = []
+    for gen in generations(session):
+        rows.append({"generation": gen.number, "device": gen.snapshot.device,
+                     "date": gen.snapshot.created, "files": gen.snapshot.files,
+                     "bytes": gen.snapshot.bytes, "snapshot": gen.snapshot_id})
+    return rows
+
+
+def path_history(session: Session, path: str) -> list[dict[str, Any]]:
+    """One row per generation in which `path` changed (added, edited or deleted), newest first."""
+    check_path(path, "the path given")
+    chain = list(generations(session))
+    rows: list[dict[str, Any]] = []
+    entries = [session.repo.load_manifest(gen.snapshot.root).get(path) for gen in chain]
+    for index, gen in enumerate(chain):
+        entry = entries[index]
+        older = entries[index + 1] if index + 1 < len(entries) else None
+        if entry is None and older is None:
+            continue
+        if entry is not None and entry.same_content(older):
+            continue
+        rows.append({"generation": gen.number, "device": gen.snapshot.device,
+                     "date": gen.snapshot.created,
+                     "sha256": None if entry is None else entry.sha256,
+                     "size": None if entry is None else entry.size,
+                     "deleted": entry is None})
+    return rows
+
+
+def _config_op(session: Session, accepted: str | None, entry: FileEntry, local: Any,
+               expect: list[int] | None) -> Op:
+    """A config comes back as a merge: the old shared keys, this host's own keys kept."""
+    import hashlib
+
+    from roam_core.config import merge_config
+
+    old = session.repo.read_content(entry).decode("utf-8")
+    text = None if local is None else local.path.read_text(encoding="utf-8")
+    merged = merge_config(text, accepted, old, overwrite_conflicts=True,
+                          host_keys=tuple(getattr(session.scope, "host_keys", ())))
+    data = merged.text.encode("utf-8")
+    return Op(entry.path, "write", hashlib.sha256(data).hexdigest(),
+              entry.mode if local is None else local.mode, expect, _raw_sha(local),
+              source=lambda: iter((data,)))
+
+
+def manifest_at(session: Session, generation: int) -> Manifest:
+    for gen in generations(session):
+        if gen.number == generation:
+            return session.repo.load_manifest(gen.snapshot.root)
+    raise UserError(f"the store has no generation {generation}")
+
+
+def restore(session: Session, path: str, generation: int, *, apply: bool) -> dict[str, Any]:
+    """Bring back `path` as it was in `generation`, through the journal; a local change after."""
+    check_path(path, "the path given")
+    scope = session.scope
+    if scope.classify(path) is not Scope.SHARED:
+        raise UserError(f"{path} is not shared on this device ({scope.classify(path).value}); "
+                        "roam restores only shared paths")
+    state = session.require_state()
+    entry: FileEntry | None = manifest_at(session, generation).get(path)
+    if entry is None:
+        raise UserError(f"{path} does not exist in generation {generation}")
+    files = list_shared(scope)
+    local = files.get(path)
+    if local is not None:
+        fill_digests({path: local}, StatCache(session.state_dir / "cache"))
+    if local is not None and local.sha256 == entry.sha256 and local.mode == entry.mode:
+        return {"path": path, "generation": generation, "action": "unchanged", "applied": False}
+    action = "replace" if local is not None else "create"
+    if apply:
+        expect = None if local is None else local.signature
+        if scope.is_config(path):
+            op = _config_op(session, state.projections.get(path), entry, local, expect)
+        else:
+            op = Op(path, "write", entry.sha256, entry.mode, expect, _raw_sha(local),
+                    source=lambda: session.repo.iter_content(entry))
+        Install(session.root, session.state_dir, [op]).run(state)
+    return {"path": path, "generation": generation, "action": action, "applied": apply,
+            "size": entry.size, "sha256": entry.sha256}

@@ -1,0 +1,278 @@
+"""Pull planning: compare remote (R), last synced base (B) and the home (L), path by path.
+
+Nothing is written here. The plan says what an install would do and why, and carries the
+ops the journal will run. Config files always go through the key-by-key merge (their host
+keys must survive), memory files through the entry merge when both sides changed, and
+everything else is a file: taken when only the remote changed, kept when only this device
+changed it, a conflict kept local when both did (unless overwriting was asked for).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from roam_core.engine.journal import Op
+from roam_core.engine.remote import RemoteView
+from roam_core.engine.scan import LocalFile, StatCache, fill_digests, list_shared
+from roam_core.engine.session import Session
+from roam_core.engine.state import LocalState
+from roam_core.store.manifest import FileEntry, Manifest
+from roam_core.types import Scope
+
+
+@dataclass
+class Plan:
+    """What a pull would do."""
+
+    generation: int
+    device: str
+    created: str
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    configs_merged: list[dict[str, Any]] = field(default_factory=list)
+    memories_merged: list[dict[str, Any]] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+    kept_by_rules: list[dict[str, str]] = field(default_factory=list)
+    local_changes: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    overwritten: list[str] = field(default_factory=list)
+    ops: list[Op] = field(default_factory=list)
+    new_state: LocalState | None = None
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.ops)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"generation": self.generation, "device": self.device, "created": self.created,
+                "added": self.added, "changed": self.changed, "removed": self.removed,
+                "configs_merged": self.configs_merged, "memories_merged": self.memories_merged,
+                "conflicts_kept_local": self.conflicts, "kept_local_by_rules": self.kept_by_rules,
+                "local_changes": self.local_changes, "unchanged": self.unchanged,
+                "overwritten_conflicts": self.overwritten}
+
+
+def _remote_source(session: Session, entry: FileEntry) -> Any:
+    return lambda: session.repo.iter_content(entry)
+
+
+def _bytes_source(data: bytes) -> Any:
+    return lambda: iter((data,))
+
+
+def _under(rel: str, prefixes: tuple[str, ...]) -> bool:
+    return any(rel == p.rstrip("/") or rel.startswith(p.rstrip("/") + "/") for p in prefixes)
+
+
+class Planner:
+    """Builds one `Plan` for one pull (or restore) on one home."""
+
+    def __init__(self, session: Session, state: LocalState, view: RemoteView, *,
+                 overwrite_conflicts: bool = False, only: tuple[str, ...] = ()) -> None:
+        self.session = session
+        self.state = state
+        self.view = view
+        self.overwrite = overwrite_conflicts
+        self.only = only
+        self.scope = session.scope
+        self.host_keys = tuple(getattr(self.scope, "host_keys", ()))
+        first = state.generation is None
+        self.base: Manifest = {} if first else state.base_manifest()
+        self.first_pull = first
+        files = list_shared(self.scope)
+        cache = StatCache(session.state_dir / "cache")
+        fill_digests(files, cache, self.host_keys)
+        cache.save(files)
+        self.local: dict[str, LocalFile] = files
+        self.plan = Plan(view.head.generation, view.head.device, view.snapshot.created)
+        self.new_state = copy.deepcopy(state)
+
+    def build(self) -> Plan:
+        remote = self.view.manifest
+        paths = sorted(set(remote) | set(self.base) | set(self.local))
+        for rel in paths:
+            if self.only and not _under(rel, self.only):
+                continue
+            if self.scope.classify(rel) is not Scope.SHARED:
+                if rel in remote and (rel not in self.base
+                                      or not remote[rel].same_content(self.base[rel])):
+                    self.plan.kept_by_rules.append(
+                        {"path": rel, "reason": self._reason(rel)})
+                continue
+            self._path(rel, remote.get(rel), self.base.get(rel), self.local.get(rel))
+        self._finish_state()
+        self.plan.new_state = self.new_state
+        return self.plan
+
+    def _reason(self, rel: str) -> str:
+        explain = getattr(self.scope, "explain", None)
+        if explain is None:
+            return str(self.scope.classify(rel).value)
+        found = explain(rel)
+        return f"{found[0].value}: {found[1]}" if isinstance(found, tuple) else str(found)
+
+    def _path(self, rel: str, r: FileEntry | None, b: FileEntry | None,
+              loc: LocalFile | None) -> None:
+        same = (r is None and loc is None) or (
+            r is not None and loc is not None and loc.sha256 == r.sha256 and loc.mode == r.mode)
+        if self.scope.is_config(rel) and r is None:
+            if loc is not None:
+                self.plan.local_changes.append(rel)  # a config is never deleted by a pull
+            return
+        if self.scope.is_config(rel):
+            if same:
+                self.plan.unchanged += 1
+                self.new_state.conflicts.pop(rel, None)
+                return
+            self._config(rel, r, loc)
+            return
+        if same:
+            if r is not None:
+                self.plan.unchanged += 1
+            self.new_state.conflicts.pop(rel, None)
+            return
+        local_same_as_base = _same(loc, b) and not self.first_pull
+        remote_same_as_base = (r is None and b is None) or (
+            r is not None and r.same_content(b)) if not self.first_pull else False
+        if rel in self.state.conflicts:
+            self._conflict(rel, r, loc)
+        elif remote_same_as_base:
+            self.plan.local_changes.append(rel)
+        elif local_same_as_base or (loc is None and b is None):
+            self._take(rel, r, loc)
+        elif (r is not None and loc is not None and self._is_memory(rel)
+              and self._memory(rel, r, b, loc)):
+            return
+        else:
+            self._conflict(rel, r, loc)
+
+    def _is_memory(self, rel: str) -> bool:
+        try:
+            from roam_core.merge import is_memory_file
+        except ImportError:
+            return False
+        return bool(is_memory_file(rel))
+
+    def _take(self, rel: str, r: FileEntry | None, loc: LocalFile | None,
+              overwrite: bool = False) -> None:
+        expect = None if loc is None else loc.signature
+        if r is None:
+            if loc is None:
+                return
+            self.plan.removed.append(rel)
+            self.plan.ops.append(Op(rel, "delete", expect=expect, original_sha=_raw_sha(loc)))
+        else:
+            (self.plan.changed if loc is not None else self.plan.added).append(rel)
+            self.plan.ops.append(Op(rel, "write", r.sha256, r.mode, expect, _raw_sha(loc),
+                                    source=_remote_source(self.session, r)))
+        if overwrite:
+            self.plan.overwritten.append(rel)
+        self.new_state.conflicts.pop(rel, None)
+
+    def _conflict(self, rel: str, r: FileEntry | None, loc: LocalFile | None) -> None:
+        if self.overwrite:
+            self._take(rel, r, loc, overwrite=True)
+            return
+        self.plan.conflicts.append(rel)
+        self.new_state.conflicts[rel] = r.sha256 if r is not None else ""
+
+    def _config(self, rel: str, r: FileEntry, loc: LocalFile | None) -> None:
+        from roam_core.config import merge_config
+
+        remote_text = self.session.repo.read_content(r).decode("utf-8")
+        local_text = None if loc is None else loc.path.read_text(encoding="utf-8")
+        base_projection = None if self.first_pull else self.state.projections.get(rel)
+        merged = merge_config(local_text, base_projection, remote_text,
+                              overwrite_conflicts=self.overwrite, host_keys=self.host_keys)
+        self.new_state.projections[rel] = merged.accepted_projection
+        self.plan.configs_merged.append({
+            "path": rel, "remote_applied": merged.remote_applied,
+            "conflicts_kept_local": merged.conflicts, "local_kept": merged.local_kept})
+        if merged.changed:
+            data = merged.text.encode("utf-8")
+            mode = loc.mode if loc is not None else 0o600
+            self.plan.ops.append(Op(rel, "write", _sha(data), mode,
+                                    None if loc is None else loc.signature, _raw_sha(loc),
+                                    source=_bytes_source(data)))
+
+    def _memory(self, rel: str, r: FileEntry, b: FileEntry | None, loc: LocalFile) -> bool:
+        from roam_core.merge import merge_memory
+
+        base_bytes = None if b is None else self.session.repo.read_content(b)
+        remote_bytes = self.session.repo.read_content(r)
+        merged = merge_memory(base_bytes, loc.path.read_bytes(), remote_bytes,
+                              overwrite_conflicts=self.overwrite)
+        if merged is None:
+            return False
+        self.plan.memories_merged.append({
+            "path": rel, "added_remote": merged.added_remote, "kept_local": merged.kept_local,
+            "removed": merged.removed, "conflicts": merged.conflicts})
+        if merged.changed:
+            self.plan.ops.append(Op(rel, "write", _sha(merged.data), loc.mode, loc.signature,
+                                    _raw_sha(loc), source=_bytes_source(merged.data)))
+        self.new_state.conflicts.pop(rel, None)
+        return True
+
+    def _finish_state(self) -> None:
+        if self.only:
+            return  # a restricted pull does not advance what this device has seen
+        state = self.new_state
+        state.generation = self.view.head.generation
+        state.snapshot = self.view.head.snapshot
+        state.last_pull = self.view.head.generation
+        state.set_base(self.view.manifest)
+
+
+def _same(loc: LocalFile | None, b: FileEntry | None) -> bool:
+    if loc is None or b is None:
+        return loc is None and b is None
+    return loc.sha256 == b.sha256 and loc.mode == b.mode
+
+
+def _raw_sha(loc: LocalFile | None) -> str | None:
+    """The digest of the file's bytes on disk (configs are digested as projections)."""
+    if loc is None:
+        return None
+    if not loc.is_config:
+        return loc.sha256
+    from roam_core.engine.journal import sha256_file
+
+    return sha256_file(loc.path)
+
+
+def _sha(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
+def iter_lines(plan: Plan) -> Iterator[str]:
+    """The plan for people, one line per path (callers cap long lists)."""
+    for rel in plan.added:
+        yield f"added: {rel}"
+    for rel in plan.changed:
+        yield f"changed: {rel}"
+    for rel in plan.removed:
+        yield f"removed: {rel}"
+    for item in plan.configs_merged:
+        yield (f"merged config: {item['path']} ({len(item['remote_applied'])} remote key(s) "
+               f"applied, {len(item['local_kept'])} kept local)")
+        for key in item["conflicts_kept_local"]:
+            yield f"config conflict kept local: {item['path']}: {key}"
+    for item in plan.memories_merged:
+        yield (f"merged memories: {item['path']} (+{item['added_remote']} remote, "
+               f"{item['kept_local']} kept local)")
+        for entry in item["conflicts"]:
+            yield f"memory conflict kept local: {item['path']}: {entry}"
+    for rel in plan.overwritten:
+        yield f"overwritten (was changed here; backed up): {rel}"
+    for rel in plan.conflicts:
+        yield f"kept local (changed here since last sync): {rel}"
+    for item in plan.kept_by_rules:
+        yield f"kept local by rules: {item['path']} ({item['reason']})"
+    for rel in plan.local_changes:
+        yield f"local change (publish with roam push): {rel}"

@@ -1,0 +1,56 @@
+"""Pull: verify the remote generation, plan, and (with --apply) install through the journal."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from roam_core.engine import remote as remote_module
+from roam_core.engine.journal import Install, prune_backups
+from roam_core.engine.plan import Plan, Planner
+from roam_core.engine.session import Session
+from roam_core.engine.state import raise_floor, save_state
+
+
+@dataclass
+class PullResult:
+    plan: Plan
+    applied: bool = False
+    verified_bytes: int = 0
+
+    @property
+    def exit_code(self) -> int:
+        return 2 if self.applied and self.plan.conflicts else 0
+
+
+def pull(session: Session, *, apply: bool = False, overwrite_conflicts: bool = False,
+         only: tuple[str, ...] = (), keep_seen: bool = False, dry_run: bool = False
+         ) -> PullResult:
+    """Plan a pull; install it when `apply`; `dry_run` downloads and verifies, writing nothing."""
+    state = session.require_state()
+    view = remote_module.require_remote(session, state)
+    planner = Planner(session, state, view, overwrite_conflicts=overwrite_conflicts, only=only)
+    plan = planner.build()
+    result = PullResult(plan)
+    if dry_run:
+        for op in plan.ops:
+            if op.source is not None:
+                result.verified_bytes += sum(len(chunk) for chunk in op.source())
+        return result
+    if not apply:
+        return result
+    new_state = plan.new_state
+    assert new_state is not None
+    if keep_seen or only:
+        new_state.generation = state.generation
+        new_state.snapshot = state.snapshot
+        new_state.last_pull = state.last_pull
+        new_state.base = state.base
+    if plan.ops:
+        Install(session.root, session.state_dir, plan.ops).run(new_state)
+        prune_backups(session.state_dir, int(session.settings.get("backup_keep") or 5))
+    else:
+        save_state(session.state_dir, new_state)
+    if not (keep_seen or only):
+        raise_floor(session.state_dir, session.backend.identity(), view.head.generation)
+    result.applied = True
+    return result
