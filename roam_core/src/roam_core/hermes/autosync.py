@@ -1,0 +1,231 @@
+"""Auto sync inside Hermes: push after turns, look at the remote when a session starts.
+
+Hermes fires `on_session_end` after EVERY turn, so the push is debounced by
+`push_debounce_seconds` (measured from the last successful automatic push), skipped when
+no shared file changed since then, and runs on a daemon thread. `on_session_start` runs
+the restricted pull (`auto_pull_shared`) and a status check on a daemon thread and stashes
+a one-line notice when the remote is verifiably ahead; `pre_llm_call` shows stashed
+notices once, on a session's first turn. Every verb takes the home lock itself and fails
+with `LockedError` when another roam command holds it; that is logged and skipped.
+
+Nothing here blocks a turn: the only wait is at `on_session_finalize` with reason
+`shutdown` (the process is about to exit), bounded by `FINALIZE_WAIT`, so a push started
+by the last turn of `hermes chat -q` can finish. `hermes -z` exits without that hook; a
+push it started is killed and left pending, and the next session says so.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from roam_core.hermes import autostate
+from roam_core.hermes.runner import VerbResult, run_verb
+
+log = logging.getLogger("roam.hermes")
+
+#: At process exit, how long to let a running automatic push finish (Hermes's own exit
+#: watchdog forces the exit after 30 s).
+FINALIZE_WAIT = 25.0
+#: After a failed automatic push, the next attempt waits at least this long (a remote that
+#: is ahead stays ahead until the user pulls; retrying after every turn only costs).
+RETRY_AFTER_FAILURE = 60.0
+#: The restricted automatic pull: never config.yaml, and the seen generation stays put.
+AUTO_PULL_ARGS = ("pull", "--apply", "--only", "skills/", "--only", "memories/",
+                  "--only", "SOUL.md", "--keep-seen", "--json")
+#: Failures that mean "not now" rather than "failed": nothing is left pending for them.
+_SKIPS = {"LockedError": "another roam command holds the home lock",
+          "SecretScopeError": "no Hermes secret scope here"}
+
+
+class _Jobs:
+    """The background threads of this process (one push and one check at a time)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.push: threading.Thread | None = None
+        self.check: threading.Thread | None = None
+
+    def start(self, kind: str, target: Any, *args: Any) -> bool:
+        with self.lock:
+            running = getattr(self, kind)
+            if running is not None and running.is_alive():
+                return False
+            thread = threading.Thread(target=_logged(kind, target), args=args,
+                                      name=f"roam-auto-{kind}", daemon=True)
+            setattr(self, kind, thread)
+            thread.start()
+            return True
+
+
+jobs = _Jobs()
+
+
+def _logged(kind: str, target: Any) -> Any:
+    def run(*args: Any) -> None:
+        try:
+            target(*args)
+        except Exception as failure:  # a daemon thread's error must end up in the log
+            log.warning("roam: automatic %s failed: %s", kind, failure, exc_info=True)
+    return run
+
+
+def _settings(root: Path) -> dict[str, Any] | None:
+    from roam_core.settings import load_settings
+
+    try:
+        return load_settings(root)
+    except Exception as failure:
+        log.info("roam: auto sync skipped: %s", failure)
+        return None
+
+
+def _skip_reason(result: VerbResult) -> str | None:
+    return _SKIPS.get(result.error_kind)
+
+
+def lock_busy(root: Path) -> bool:
+    """Whether another roam command holds the home lock right now (then hooks skip)."""
+    from roam_core.engine.lock import is_locked
+
+    return is_locked(autostate.state_dir(root))
+
+
+# -- session end: the debounced automatic push -------------------------------------------------
+
+
+def session_end(root: Path) -> str:
+    """Start an automatic push when it is due; returns what happened (for logs and tests)."""
+    settings = _settings(root)
+    if not settings or settings.get("auto_push") is not True:
+        return "off"
+    if not autostate.initialized(root):
+        return "not initialized"
+    state = autostate.load(root)
+    debounce = float(settings.get("push_debounce_seconds") or 0)
+    if time.time() - float(state.get("last_push_at") or 0) < debounce:
+        return "debounced"
+    pending = state.get("pending")
+    if isinstance(pending, dict) and pending.get("reason") and \
+            time.time() - float(pending.get("since") or 0) < RETRY_AFTER_FAILURE:
+        return "retry later"
+    return "started" if jobs.start("push", push_now, root) else "already running"
+
+
+def push_now(root: Path) -> str:
+    """Push if shared files changed since the last successful automatic push."""
+    current = autostate.fingerprint(root)
+    state = autostate.load(root)
+    if current == state.get("last_push_fingerprint") and not state.get("pending"):
+        return "unchanged"
+    if lock_busy(root):
+        log.info("roam: automatic push skipped: %s", _SKIPS["LockedError"])
+        return "skipped"
+    pending = {"since": time.time(), "pid": os.getpid()}
+    autostate.update(root, lambda data: data.__setitem__("pending", pending))
+    result = run_verb(["push", "--json"], home=root)
+    skip = _skip_reason(result)
+
+    def record(data: dict[str, Any]) -> None:
+        if result.ok:
+            data.update(last_push_at=time.time(), last_push_fingerprint=current,
+                        pending=None)
+        elif skip:
+            data["pending"] = None if data.get("pending") == pending else data.get("pending")
+        else:
+            reason = result.error or ("the remote is ahead; pull first" if result.conflict
+                                      else f"exit status {result.code}")
+            data["pending"] = {**pending, "reason": reason}
+
+    autostate.update(root, record)
+    if result.ok:
+        log.info("roam: automatic push done")
+        return "pushed"
+    if skip:
+        log.info("roam: automatic push skipped: %s", skip)
+        return "skipped"
+    log.warning("roam: automatic push failed: %s", result.error or result.code)
+    return "failed"
+
+
+def finalize(root: Path, reason: str) -> None:
+    """At shutdown, give a running automatic push a bounded time to finish."""
+    if reason != "shutdown":
+        return
+    thread = jobs.push
+    if thread is not None and thread.is_alive():
+        log.info("roam: waiting up to %.0f s for the automatic push", FINALIZE_WAIT)
+        thread.join(FINALIZE_WAIT)
+
+
+# -- session start: restricted pull, remote check, notices --------------------------------------
+
+
+def session_start(root: Path) -> str:
+    """Check the remote (and pull shared files) in the background when auto sync is on."""
+    settings = _settings(root)
+    if not settings or not (settings.get("auto_push") is True
+                            or settings.get("auto_pull_shared") is True):
+        return "off"
+    if not autostate.initialized(root):
+        return "not initialized"
+    pull = settings.get("auto_pull_shared") is True
+    return "started" if jobs.start("check", check_remote, root, pull) else "already running"
+
+
+def check_remote(root: Path, pull: bool) -> None:
+    """Restricted pull when enabled, then status; stash a notice when the remote is ahead."""
+    if lock_busy(root):
+        log.info("roam: remote check skipped: %s", _SKIPS["LockedError"])
+        return
+    if pull:
+        pulled = run_verb(list(AUTO_PULL_ARGS), home=root)
+        skip = _skip_reason(pulled)
+        if skip:
+            log.info("roam: automatic pull skipped: %s", skip)
+            return
+        if not pulled.ok and not pulled.conflict:
+            log.warning("roam: automatic pull failed: %s", pulled.error)
+        elif changed_count(pulled.json()):
+            autostate.stash_notice(root, "roam pulled newer skills/memories/SOUL.md from "
+                                         "your other machines into this home.")
+    status = run_verb(["status", "--json"], home=root)
+    if not status.ok and not status.conflict:
+        log.info("roam: remote check skipped: %s", status.error or status.code)
+        return
+    if remote_ahead(status.json()):
+        autostate.stash_notice(root, "the roam sync remote has changes this machine has not "
+                                     "pulled yet; tell the user they can review them with "
+                                     "/roam pull (and apply with /roam pull apply).")
+
+
+def remote_ahead(document: Any) -> bool:
+    """True only when `roam status --json` says so explicitly (verifiably ahead)."""
+    return isinstance(document, dict) and document.get("remote_ahead") is True
+
+
+def changed_count(document: Any) -> int:
+    """How many files a `pull --json` plan changed locally (added, changed or removed)."""
+    if not isinstance(document, dict):
+        return 0
+    plan = document.get("plan") if isinstance(document.get("plan"), dict) else document
+    total = 0
+    for key in ("added", "changed", "removed"):
+        value = plan.get(key)
+        if isinstance(value, list):
+            total += len(value)
+        elif isinstance(value, int) and not isinstance(value, bool):
+            total += value
+    return total
+
+
+def first_turn_context(root: Path) -> str | None:
+    """The stashed notices as one line for `pre_llm_call`, cleared once shown."""
+    notices = autostate.take_notices(root)
+    if not notices:
+        return None
+    return "[roam] " + " ".join(notices)

@@ -1,0 +1,163 @@
+"""The agent's three roam tools: `roam_status`, `roam_push`, `roam_pull`.
+
+Each runs the same verb the CLI runs (`runner.run_verb` with `--json`) and returns one
+JSON document, on failure too. `roam_pull` with `apply=true` is the only destructive
+call: it is refused unless the root config sets `allow_agent_apply: true`, and refused as
+well when that config cannot be read (fail closed).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from roam_core.hermes.runner import VerbResult, run_verb
+
+TOOLSET = "roam"
+
+STATUS_SCHEMA: dict[str, Any] = {
+    "name": "roam_status",
+    "description": (
+        "Read-only. Show whether this Hermes home is in sync with the user's other machines "
+        "through roam (local changes not pushed, remote changes not pulled). Changes nothing."
+    ),
+    "parameters": {"type": "object", "properties": {}, "required": []},
+}
+
+PUSH_SCHEMA: dict[str, Any] = {
+    "name": "roam_push",
+    "description": (
+        "Upload this home's shared files (skills, memories, SOUL.md, config without secrets) "
+        "to the user's roam remote, end-to-end encrypted. Refused with a conflict when the "
+        "remote is ahead; pull first. Never changes local files."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "force": {"type": "boolean", "default": False,
+                      "description": "Push even though the remote is ahead (overwrites what "
+                                     "other machines pushed; only when the user asked)."},
+            "dry_run": {"type": "boolean", "default": False,
+                        "description": "Only report what would be uploaded."},
+        },
+        "required": [],
+    },
+}
+
+PULL_SCHEMA: dict[str, Any] = {
+    "name": "roam_pull",
+    "description": (
+        "Show what pulling from the user's roam remote would change in this home. "
+        "DESTRUCTIVE with apply=true: replaces local files (skills, memories, SOUL.md, "
+        "config) with the versions from the user's other machines; replaced files are "
+        "backed up. apply=true is refused unless the user allowed it in roam's settings; "
+        "when refused, ask the user to run `/roam pull apply` or `hermes roam pull --apply`."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "apply": {"type": "boolean", "default": False,
+                      "description": "Install the pulled changes (destructive)."},
+            "overwrite_conflicts": {"type": "boolean", "default": False,
+                                    "description": "With apply: also replace files changed "
+                                                   "locally since the last sync."},
+        },
+        "required": [],
+    },
+}
+
+SCHEMAS = (STATUS_SCHEMA, PUSH_SCHEMA, PULL_SCHEMA)
+
+UNREACHABLE_ADVICE = ("The roam remote could not be checked, so whether it is ahead is "
+                      "unknown: do not pull now; tell the user what failed.")
+REFUSAL_ADVICE = ("Applying a pull from the agent is not allowed here. Ask the user to run "
+                  "`/roam pull apply` in the chat or `hermes roam pull --apply` in a "
+                  "terminal themselves.")
+
+
+def _dump(document: dict[str, Any]) -> str:
+    from roam_core.hermes.host import redact
+
+    return redact(json.dumps(document, sort_keys=True, default=str))
+
+
+def _root() -> Path:
+    from roam_core.hermes.host import current_home
+
+    return current_home().root
+
+
+def _flag(args: dict[str, Any] | None, name: str) -> bool:
+    value = (args or {}).get(name, False)
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1", "yes")
+    return value is True
+
+
+def _result(result: VerbResult, **extra: Any) -> dict[str, Any]:
+    document: dict[str, Any] = {"ok": result.ok, "exit_code": result.code}
+    parsed = result.json()
+    if parsed is not None:
+        document["result"] = parsed
+    elif result.stdout.strip():
+        document["output"] = result.stdout.strip()[:4000]
+    if not result.ok:
+        document["error"] = result.error or result.stderr.strip()[:500] or "failed"
+    if result.conflict:
+        document["conflict"] = True
+    document.update(extra)
+    return document
+
+
+def agent_apply_allowed(root: Path) -> bool:
+    """`allow_agent_apply: true` in the root config; False when unset or unreadable."""
+    from roam_core.settings import load_settings
+
+    try:
+        return load_settings(root).get("allow_agent_apply") is True
+    except Exception:
+        return False
+
+
+def roam_status(args: dict[str, Any] | None = None, **_: Any) -> str:
+    """Tool handler: `roam status --json`."""
+    result = run_verb(["status", "--json"], home=_root())
+    if not result.ok and not result.conflict:
+        return _dump(_result(result, remote_ahead=False, advice=UNREACHABLE_ADVICE))
+    parsed = result.json()
+    ahead = isinstance(parsed, dict) and parsed.get("remote_ahead") is True
+    return _dump(_result(result, remote_ahead=ahead))
+
+
+def roam_push(args: dict[str, Any] | None = None, **_: Any) -> str:
+    """Tool handler: `roam push --json [--force] [--dry-run]`."""
+    argv = ["push", "--json"]
+    if _flag(args, "force"):
+        argv.append("--force")
+    if _flag(args, "dry_run"):
+        argv.append("--dry-run")
+    result = run_verb(argv, home=_root())
+    extra = {"advice": "The remote is ahead: pull first, or ask the user."} \
+        if result.conflict else {}
+    return _dump(_result(result, **extra))
+
+
+def roam_pull(args: dict[str, Any] | None = None, **_: Any) -> str:
+    """Tool handler: `roam pull --json [--apply [--overwrite-conflicts]]`, apply gated."""
+    apply, overwrite = _flag(args, "apply"), _flag(args, "overwrite_conflicts")
+    if overwrite and not apply:
+        return _dump({"ok": False, "exit_code": 1,
+                      "error": "overwrite_conflicts needs apply=true"})
+    root = _root()
+    if apply and not agent_apply_allowed(root):
+        return _dump({"ok": False, "exit_code": 1, "refused": True,
+                      "error": "roam_pull with apply=true is disabled (allow_agent_apply is "
+                               "not true in roam's settings)",
+                      "advice": REFUSAL_ADVICE})
+    argv = ["pull", "--json"] + (["--apply"] if apply else []) + \
+        (["--overwrite-conflicts"] if overwrite else [])
+    return _dump(_result(run_verb(argv, home=root)))
+
+
+HANDLERS = {"roam_status": roam_status, "roam_push": roam_push, "roam_pull": roam_pull}
