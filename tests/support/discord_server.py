@@ -29,6 +29,8 @@ What it enforces (a request breaking a rule gets Discord's status and error shap
   answer a global 429 (`X-RateLimit-Global: true`).
 - Injected faults (`inject`): any status (5xx, 401, 403, 429 with `retry_after` and
   `global_`) for the next `count` matching requests, optionally delayed.
+- `down = True`: every connection is closed without an answer; `stop()` then `start()`
+  frees and re-binds the same port (the outage a turn must not feel).
 - `hold_after_create`: seconds to wait after a message was stored and before answering
   (a sender killed in that window has "posted but not recorded").
 """
@@ -94,6 +96,9 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         owner = self.server.owner
+        if owner.down:  # hang up without an answer, as an unreachable host would
+            self.close_connection = True
+            return
         status, body, headers = owner.handle(
             self.command, self.path, dict(self.headers.items()), raw)
         self._reply(status, body, headers)
@@ -120,6 +125,8 @@ class DiscordServer:
         self.global_limit = global_limit
         self.nonce_window = nonce_window
         self.hold_after_create = 0.0
+        self.down = False
+        self._port = 0
         self.threads: dict[str, Thread] = {}
         self.requests: list[dict[str, Any]] = []
         self.faults: list[Fault] = []
@@ -135,7 +142,9 @@ class DiscordServer:
     # -- lifecycle -----------------------------------------------------------------------
 
     def start(self) -> DiscordServer:
-        self._httpd = _Server(("127.0.0.1", 0), _Handler)
+        """Listen on a fresh port, or on the previous one after `stop()` (a restart)."""
+        self._httpd = _Server(("127.0.0.1", self._port), _Handler)
+        self._port = self._httpd.server_address[1]
         self._httpd.owner = self
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True,
                                         name="discord-server")
@@ -156,8 +165,7 @@ class DiscordServer:
 
     @property
     def port(self) -> int:
-        assert self._httpd is not None
-        return self._httpd.server_address[1]
+        return self._port
 
     @property
     def api_base(self) -> str:
