@@ -49,6 +49,10 @@ def run(args: argparse.Namespace) -> int:
     except RoamError as failure:
         error(str(failure))
         return failure.exit_code
+    except OSError as failure:  # the machine said no (full disk, permissions): not a bug
+        where = f": {failure.filename}" if failure.filename else ""
+        error(f"{failure.strerror or failure}{where}")
+        return 1
     except KeyboardInterrupt:
         error("interrupted")
         return 130

@@ -36,10 +36,11 @@ class _Interim:
     host_keys: tuple[str, ...] = ()
 
     def __init__(self, root: Path) -> None:
-        from roam_core.scope.builtin import NEVER, SHARED
+        from roam_core.types import ScopeRule
 
         self.root = root
-        self.rules = (*NEVER, *SHARED)
+        self.rules = tuple(ScopeRule(p, Scope.SHARED) for p in (
+            "SOUL.md", "memories/", "skills/", "skins/"))
         self.skipped: list[tuple[str, str]] = []
 
     def classify(self, rel: str) -> Scope:
