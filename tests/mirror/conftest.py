@@ -41,3 +41,35 @@ def root(tmp_path: Path) -> Path:
     home = tmp_path / "hermes"
     home.mkdir()
     return home
+
+
+@pytest.fixture
+def memory_sink(root: Path):
+    """A memory sink registered with the plugin manager and enabled in `root`'s settings."""
+    from roam_core.manager import get_manager
+    from roam_core.mirror.memory import MemorySinkPlugin
+
+    plugin = MemorySinkPlugin()
+    get_manager().register(plugin, name="memory-sink-test")
+    write_settings(root, mirror_sinks=["memory"])
+    return plugin.destination
+
+
+FAKE_AGENT_REDACT = '''
+"""A stand-in for Hermes 0.19's agent.redact, for roam processes started by tests."""
+import re
+
+
+def redact_sensitive_text(text, *, force=False, **_ignored):
+    return re.sub(r"HERMES-ONLY-SECRET", "[hermes-redacted]", text)
+'''
+
+
+@pytest.fixture
+def fake_agent_path(tmp_path: Path) -> Path:
+    """A folder holding a fake `agent.redact` (Hermes 0.19 API) to put on PYTHONPATH."""
+    folder = tmp_path / "fake-agent"
+    (folder / "agent").mkdir(parents=True)
+    (folder / "agent" / "__init__.py").write_text("")
+    (folder / "agent" / "redact.py").write_text(FAKE_AGENT_REDACT)
+    return folder

@@ -234,8 +234,8 @@ class Sender:
                 retry_after: float | None, result: DrainResult) -> None:
         failures = int(record.get("failures", 0)) + 1
         delay = min(MAX_BACKOFF, 2.0 ** min(failures, 9))
-        if retry_after is not None:
-            delay = max(retry_after, 0.0)
+        if retry_after is not None:  # the destination's word, but never a busy loop
+            delay = max(retry_after, delay)
         record["failures"] = failures
         record["backoff_until"] = self.clock() + delay
         record["last_error"] = _describe(error)
