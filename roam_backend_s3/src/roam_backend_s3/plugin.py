@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from roam_core.errors import PluginError
+from roam_backend_s3.config import SETTINGS, parse_settings, read_credentials
 from roam_core.hookspecs import hookimpl
-from roam_core.storage import Backend
-from roam_core.types import BackendPlugin, PluginContext, Setting
+from roam_core.types import BackendPlugin, PluginContext
+
+if TYPE_CHECKING:
+    from roam_backend_s3.backend import S3Backend
 
 
-def _factory(settings: Mapping[str, Any], context: PluginContext) -> Backend:
-    raise PluginError("the s3 backend is not implemented yet", plugin="s3")
+def _factory(settings: Mapping[str, Any], context: PluginContext) -> S3Backend:
+    parsed = parse_settings(settings)
+    credentials = read_credentials(context.secret)
+    # boto3 is imported here, when a backend is opened, never when roam lists its plugins.
+    from roam_backend_s3.backend import S3Backend
+
+    return S3Backend(parsed, credentials)
 
 
 @hookimpl
@@ -21,5 +28,5 @@ def roam_storage_backends() -> Iterator[BackendPlugin]:
         name="s3",
         summary="S3 or Cloudflare R2 through boto3, conditional writes for compare-and-swap",
         factory=_factory,
-        settings=(Setting("s3_bucket", "where the store lives", required=True),),
+        settings=SETTINGS,
     )

@@ -1,0 +1,124 @@
+"""boto3 clients whose timeouts and retries fit the running operation's deadline.
+
+botocore fixes timeouts per client, so the pool keeps one client with the normal settings
+and, when an operation's remaining budget is shorter than one call could take, hands out a
+client with tighter timeouts (cached by a coarse key, so only the tail of an operation
+creates a few). An unreachable endpoint therefore fails within about 15 s with the real
+error, and never past the operation's deadline.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from roam_backend_s3.config import Credentials, S3Settings
+from roam_core import deadline as _deadline
+
+CONNECT_TIMEOUT = 3.0
+READ_TIMEOUT = 5.0
+ATTEMPTS = 2
+#: Connections per client: core uploads in parallel on remote backends.
+MAX_POOL = 16
+#: The longest one call can hang with the normal settings: each attempt waits up to 1 s for
+#: `100-continue` and then `READ_TIMEOUT` (or `CONNECT_TIMEOUT` when the connect hangs),
+#: plus the standard retry mode's short backoff.
+FULL_CALL_BUDGET = ATTEMPTS * (1.0 + READ_TIMEOUT) + 2.0
+_GRAIN = 0.25
+_CACHE_SIZE = 8
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """One client's connect and read timeouts (seconds) and total attempts."""
+
+    connect: float
+    read: float
+    attempts: int
+
+
+NORMAL = Timeouts(CONNECT_TIMEOUT, READ_TIMEOUT, ATTEMPTS)
+
+
+def _floor(value: float, low: float, high: float) -> float:
+    return max(low, min(high, math.floor(value / _GRAIN) * _GRAIN))
+
+
+def fit(remaining: float | None) -> Timeouts:
+    """The timeouts for one call when `remaining` seconds are left (None: no deadline)."""
+    if remaining is None or remaining >= FULL_CALL_BUDGET:
+        return NORMAL
+    attempts = ATTEMPTS if remaining >= 8.0 else 1
+    per_attempt = remaining / attempts
+    return Timeouts(connect=_floor(per_attempt - 0.5, _GRAIN, CONNECT_TIMEOUT),
+                    read=_floor(per_attempt - 1.5, _GRAIN, READ_TIMEOUT),
+                    attempts=attempts)
+
+
+class ClientPool:
+    """Thread-safe source of S3 clients for one backend instance."""
+
+    def __init__(self, settings: S3Settings, credentials: Credentials | None) -> None:
+        import boto3.session
+
+        self.settings = settings
+        if credentials is None:
+            self._session = boto3.session.Session(region_name=settings.region)
+        else:
+            self._session = boto3.session.Session(
+                aws_access_key_id=credentials.access_key_id,
+                aws_secret_access_key=credentials.secret_access_key,
+                aws_session_token=credentials.session_token,
+                region_name=settings.region,
+            )
+        self._lock = threading.Lock()
+        self._cache: dict[Timeouts, Any] = {}
+
+    def _config(self, timeouts: Timeouts) -> Any:
+        from botocore.config import Config
+
+        options: dict[str, Any] = {
+            "connect_timeout": timeouts.connect,
+            "read_timeout": timeouts.read,
+            "retries": {"mode": "standard", "total_max_attempts": timeouts.attempts},
+            "max_pool_connections": MAX_POOL,
+        }
+        if self.settings.custom_endpoint:
+            # R2 and self-hosted servers: path-style URLs, and checksums only where S3
+            # requires them (some S3-compatible services reject the newer default trailers;
+            # roam authenticates every object itself anyway).
+            options["s3"] = {"addressing_style": "path"}
+            options["request_checksum_calculation"] = "when_required"
+            options["response_checksum_validation"] = "when_required"
+        return Config(**options)
+
+    def get(self) -> Any:
+        """A client whose worst-case call fits the current deadline (checked first)."""
+        current = _deadline.current()
+        remaining = None
+        if current is not None:
+            current.check()
+            remaining = current.remaining()
+        timeouts = fit(remaining)
+        with self._lock:
+            client = self._cache.get(timeouts)
+            if client is None:
+                # boto3 sessions are not thread-safe; creating clients under the lock is.
+                client = self._session.client("s3", endpoint_url=self.settings.endpoint_url,
+                                              config=self._config(timeouts))
+                self._cache[timeouts] = client
+                if len(self._cache) > _CACHE_SIZE:
+                    # Drop the oldest tight client (a thread using it keeps its reference).
+                    oldest = next(key for key in self._cache if key != NORMAL)
+                    del self._cache[oldest]
+            return client
+
+    def close(self) -> None:
+        """Close every client's connections. Idempotent."""
+        with self._lock:
+            clients = list(self._cache.values())
+            self._cache.clear()
+        for client in clients:
+            client.close()
