@@ -103,11 +103,12 @@ def captured() -> Iterator[tuple[io.StringIO, io.StringIO]]:
             sys.stdout = _ThreadRouter(sys.stdout, "out")  # type: ignore[assignment]
             sys.stderr = _ThreadRouter(sys.stderr, "err")  # type: ignore[assignment]
         _installed += 1
+    outer = getattr(_local, "buffers", None)
     _local.buffers = {"out": out, "err": err}
     try:
         yield out, err
     finally:
-        _local.buffers = None
+        _local.buffers = outer
         with _install_lock:
             _installed -= 1
             if _installed == 0:

@@ -1,0 +1,118 @@
+"""The agent tools return JSON, always; `roam_pull` apply is refused unless allowed."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from roam_core.hermes import tools
+from roam_core.hermes.runner import VerbResult
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """Record the verbs the tools run (answering with an empty JSON document)."""
+    seen: list[list[str]] = []
+
+    def fake(argv: list[str], home: Path | None = None) -> VerbResult:
+        seen.append(list(argv))
+        return VerbResult(tuple(argv), 0, "{}\n")
+
+    monkeypatch.setattr(tools, "run_verb", fake)
+    return seen
+
+
+def _home(make_home: Callable[..., Path], monkeypatch: pytest.MonkeyPatch,
+          **settings: object) -> Path:
+    root = make_home("a", **settings)
+    monkeypatch.setenv("HERMES_HOME", str(root))
+    return root
+
+
+def test_schemas_mark_pull_as_the_destructive_one() -> None:
+    names = [schema["name"] for schema in tools.SCHEMAS]
+    assert names == ["roam_status", "roam_push", "roam_pull"]
+    assert set(tools.HANDLERS) == set(names)
+    assert "DESTRUCTIVE" in tools.PULL_SCHEMA["description"]
+    assert "Read-only" in tools.STATUS_SCHEMA["description"]
+    assert set(tools.PULL_SCHEMA["parameters"]["properties"]) == {"apply",
+                                                                  "overwrite_conflicts"}
+    assert set(tools.PUSH_SCHEMA["parameters"]["properties"]) == {"force", "dry_run"}
+
+
+@pytest.mark.parametrize("settings", [{}, {"allow_agent_apply": False},
+                                      {"allow_agent_apply": "true"},
+                                      {"allow_agent_apply": 1}])
+def test_pull_apply_refused_by_default(settings: dict[str, object], calls: list[list[str]],
+                                       make_home: Callable[..., Path],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    _home(make_home, monkeypatch, **settings)
+    answer = json.loads(tools.roam_pull({"apply": True}))
+    assert answer["refused"] is True and answer["ok"] is False
+    assert "/roam pull apply" in answer["advice"]
+    assert "hermes roam pull --apply" in answer["advice"]
+    assert calls == []
+
+
+def test_pull_apply_refused_when_config_unreadable(calls: list[list[str]], tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "broken"
+    root.mkdir()
+    (root / "config.yaml").write_text("plugins: [unclosed\n  allow_agent_apply: true\n")
+    monkeypatch.setenv("HERMES_HOME", str(root))
+    assert json.loads(tools.roam_pull({"apply": True}))["refused"] is True
+    (root / "config.yaml").write_text("plugins:\n  entries:\n    roam:\n      settings: 7\n")
+    assert json.loads(tools.roam_pull({"apply": True}))["refused"] is True
+    assert calls == []
+
+
+def test_pull_apply_allowed_when_configured(calls: list[list[str]],
+                                            make_home: Callable[..., Path],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    _home(make_home, monkeypatch, allow_agent_apply=True)
+    answer = json.loads(tools.roam_pull({"apply": True, "overwrite_conflicts": True}))
+    assert "refused" not in answer and answer["ok"] is True
+    assert calls == [["pull", "--json", "--apply", "--overwrite-conflicts"]]
+
+
+def test_pull_plan_and_push_flags(calls: list[list[str]], make_home: Callable[..., Path],
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    _home(make_home, monkeypatch)
+    json.loads(tools.roam_pull({}))
+    json.loads(tools.roam_push({"force": True, "dry_run": "true"}))
+    json.loads(tools.roam_push(None))
+    assert calls == [["pull", "--json"], ["push", "--json", "--force", "--dry-run"],
+                     ["push", "--json"]]
+    answer = json.loads(tools.roam_pull({"overwrite_conflicts": True}))
+    assert answer["ok"] is False and "apply" in answer["error"]
+
+
+def test_status_before_init_is_json_and_says_not_to_pull(
+        make_home: Callable[..., Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    _home(make_home, monkeypatch)
+    answer = json.loads(tools.roam_status({}))
+    assert answer["ok"] is False and answer["remote_ahead"] is False
+    assert "do not pull" in answer["advice"]
+    assert answer["error"]
+
+
+def test_status_reports_remote_ahead(monkeypatch: pytest.MonkeyPatch,
+                                     make_home: Callable[..., Path]) -> None:
+    _home(make_home, monkeypatch)
+    monkeypatch.setattr(tools, "run_verb", lambda argv, home=None: VerbResult(
+        tuple(argv), 0, '{"remote_ahead": true, "reachable": true}'))
+    answer = json.loads(tools.roam_status({}))
+    assert answer["remote_ahead"] is True and answer["result"]["reachable"] is True
+
+
+def test_push_conflict_is_json(monkeypatch: pytest.MonkeyPatch,
+                               make_home: Callable[..., Path]) -> None:
+    _home(make_home, monkeypatch)
+    monkeypatch.setattr(tools, "run_verb", lambda argv, home=None: VerbResult(
+        tuple(argv), 2, "", "roam: remote ahead\n", "remote ahead", "ConflictError"))
+    answer = json.loads(tools.roam_push({}))
+    assert answer == {"ok": False, "exit_code": 2, "conflict": True, "error": "remote ahead",
+                      "advice": "The remote is ahead: pull first, or ask the user."}
