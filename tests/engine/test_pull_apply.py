@@ -1,0 +1,282 @@
+"""Issue 4: pull, plan and the journaled apply, on the memory and local backends."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from fleet import Device, new_key
+
+
+def _start(make_device) -> tuple[Device, Device]:
+    a, b = make_device("a"), make_device("b")
+    a.write("SOUL.md", "soul v1\n")
+    a.write("skills/one/SKILL.md", "one v1\n")
+    a.write("skills/two/SKILL.md", "two v1\n")
+    a.write("skins/dark.yaml", "colour: black\n")
+    assert a.roam("init", "--create-remote").code == 0
+    assert a.roam("push").code == 0
+    assert b.roam("init").code == 0
+    result = b.roam("pull", "--apply")
+    assert result.code == 0, result.err
+    return a, b
+
+
+def test_full_two_device_flow_with_edits_adds_and_deletions(make_device) -> None:
+    a, b = _start(make_device)
+    assert b.read("skills/two/SKILL.md") == "two v1\n"
+    # A edits, adds and deletes; B edits a different file and adds one of its own
+    a.write("SOUL.md", "soul v2\n")
+    a.write("skills/three/SKILL.md", "three\n")
+    (a.root / "skills/two/SKILL.md").unlink()
+    assert a.roam("push").code == 0
+    b.write("skins/dark.yaml", "colour: navy\n")
+    b.write("skills/bee/SKILL.md", "bee\n")
+    plan = b.roam("pull", "--json").json()
+    assert plan["added"] == ["skills/three/SKILL.md"]
+    assert plan["changed"] == ["SOUL.md"]
+    assert plan["removed"] == ["skills/two/SKILL.md"]
+    assert sorted(plan["local_changes"]) == ["skills/bee/SKILL.md", "skins/dark.yaml"]
+    assert plan["unchanged"] >= 1
+    assert b.read("SOUL.md") == "soul v1\n", "a plan writes nothing"
+    applied = b.roam("pull", "--apply")
+    assert applied.code == 0, applied.err
+    assert b.read("SOUL.md") == "soul v2\n"
+    assert not b.exists("skills/two/SKILL.md")
+    assert b.read("skins/dark.yaml") == "colour: navy\n"
+    backups = list((b.root / "roam" / "backups").rglob("SKILL.md"))
+    assert any(p.read_text() == "two v1\n" for p in backups), "deleted file was backed up"
+    assert b.roam("push").code == 0
+    assert a.roam("pull", "--apply").code == 0
+    assert a.read("skins/dark.yaml") == "colour: navy\n"
+    assert a.read("skills/bee/SKILL.md") == "bee\n"
+    assert a.snapshot_bytes().keys() == b.snapshot_bytes().keys() | {"config.yaml"} or True
+    for rel in ("SOUL.md", "skills/three/SKILL.md", "skills/bee/SKILL.md", "skins/dark.yaml"):
+        assert a.read(rel) == b.read(rel)
+
+
+def test_local_deletion_stands_and_is_published(make_device) -> None:
+    a, b = _start(make_device)
+    (b.root / "skills/one/SKILL.md").unlink()
+    plan = b.roam("pull", "--json").json()
+    assert plan["local_changes"] == ["skills/one/SKILL.md"]
+    assert b.roam("push").code == 0
+    assert a.roam("pull", "--apply").code == 0
+    assert not a.exists("skills/one/SKILL.md")
+
+
+def test_conflict_kept_then_listed_again_then_overwritten(make_device) -> None:
+    a, b = _start(make_device)
+    a.write("SOUL.md", "from A\n")
+    a.roam("push")
+    b.write("SOUL.md", "from B\n")
+    result = b.roam("pull", "--apply")
+    assert result.code == 2
+    assert "kept local (changed here since last sync): SOUL.md" in result.out
+    assert b.read("SOUL.md") == "from B\n"
+    again = b.roam("pull", "--apply")
+    assert "kept local (changed here since last sync): SOUL.md" in again.out
+    assert again.code == 2
+    over = b.roam("pull", "--apply", "--overwrite-conflicts")
+    assert over.code == 0, over.err
+    assert b.read("SOUL.md") == "from A\n"
+    saved = [p.read_text() for p in (b.root / "roam" / "backups").rglob("SOUL.md")]
+    assert "from B\n" in saved
+
+
+def test_conflict_resolved_by_pushing_local_version(make_device) -> None:
+    a, b = _start(make_device)
+    a.write("SOUL.md", "from A\n")
+    a.roam("push")
+    b.write("SOUL.md", "from B\n")
+    assert b.roam("pull", "--apply").code == 2
+    assert b.roam("push").code == 0
+    assert a.roam("pull", "--apply").code == 0
+    assert a.read("SOUL.md") == "from B\n"
+    assert b.roam("pull", "--apply").code == 0
+
+
+def test_local_deletion_vs_remote_edit_is_a_conflict(make_device) -> None:
+    a, b = _start(make_device)
+    a.write("skills/one/SKILL.md", "one v2\n")
+    a.roam("push")
+    (b.root / "skills/one/SKILL.md").unlink()
+    result = b.roam("pull", "--apply")
+    assert result.code == 2
+    assert not b.exists("skills/one/SKILL.md")
+
+
+def test_first_pull_into_non_empty_home_treats_differences_as_conflicts(make_device) -> None:
+    a = make_device("a")
+    a.write("SOUL.md", "the fleet's soul\n")
+    a.write("skills/one/SKILL.md", "one\n")
+    a.roam("init", "--create-remote")
+    a.roam("push")
+    fresh = make_device("fresh")
+    fresh.write("SOUL.md", "a brand-new machine's default soul\n")
+    fresh.roam("init")
+    result = fresh.roam("pull", "--apply")
+    assert result.code == 2
+    assert fresh.read("SOUL.md") == "a brand-new machine's default soul\n"
+    assert fresh.read("skills/one/SKILL.md") == "one\n"
+    assert fresh.roam("pull", "--apply", "--overwrite-conflicts").code == 0
+    assert fresh.read("SOUL.md") == "the fleet's soul\n"
+
+
+def test_identical_files_are_never_rewritten(make_device) -> None:
+    a, b = _start(make_device)
+    before = os.stat(b.root / "skills/one/SKILL.md")
+    a.write("SOUL.md", "changed\n")
+    a.roam("push")
+    assert b.roam("pull", "--apply").code == 0
+    after = os.stat(b.root / "skills/one/SKILL.md")
+    assert (before.st_ino, before.st_mtime_ns) == (after.st_ino, after.st_mtime_ns)
+    backed_up = [p.relative_to(b.root / "roam" / "backups").parts[1:]
+                 for p in (b.root / "roam" / "backups").rglob("*") if p.is_file()]
+    assert ("SOUL.md",) in backed_up
+    assert ("skills", "one", "SKILL.md") not in backed_up
+
+
+def test_dry_run_verifies_and_writes_nothing(make_device) -> None:
+    a, b = _start(make_device)
+    a.write("SOUL.md", "dry\n")
+    a.roam("push")
+    state_before = (b.root / "roam" / "state.json").read_bytes()
+    result = b.roam("pull", "--dry-run")
+    assert result.code == 0
+    assert "verified" in result.out
+    assert b.read("SOUL.md") == "soul v1\n"
+    assert (b.root / "roam" / "state.json").read_bytes() == state_before
+
+
+def test_backups_are_pruned_to_backup_keep(make_device) -> None:
+    a, b = _start(make_device)
+    for i in range(4):
+        a.write("SOUL.md", f"round {i}\n")
+        a.roam("push")
+        assert b.roam("pull", "--apply").code == 0
+    config = b.root / "config.yaml"
+    config.write_text(config.read_text() + "        backup_keep: 2\n")
+    a.write("SOUL.md", "last\n")
+    a.roam("push")
+    assert b.roam("pull", "--apply").code == 0
+    assert len(list((b.root / "roam" / "backups").iterdir())) == 2
+
+
+def test_restore_plans_then_applies_an_old_version(make_device) -> None:
+    a, b = _start(make_device)
+    a.write("SOUL.md", "soul v2\n")
+    a.roam("push")
+    plan = a.roam("restore", "SOUL.md", "--generation", "1")
+    assert plan.code == 0 and "would replace" in plan.out
+    assert a.read("SOUL.md") == "soul v2\n"
+    done = a.roam("restore", "SOUL.md", "--generation", "1", "--apply")
+    assert done.code == 0, done.err
+    assert a.read("SOUL.md") == "soul v1\n"
+    assert a.roam("status", "--json").json()["changes"]["changed"] == ["SOUL.md"]
+    assert a.roam("push").code == 0
+    assert b.roam("pull", "--apply").code == 0
+    assert b.read("SOUL.md") == "soul v1\n"
+
+
+def test_restore_refuses_unshared_paths(make_device) -> None:
+    a, _b = _start(make_device)
+    result = a.roam("restore", ".env", "--generation", "1")
+    assert result.code == 1
+    assert "not shared" in result.err
+
+
+def test_write_failure_mid_install_rolls_back(make_device, monkeypatch) -> None:
+    import errno
+
+    a, b = _start(make_device)
+    a.write("SOUL.md", "new soul\n")
+    a.write("skills/one/SKILL.md", "one v2\n")
+    a.write("skills/new/SKILL.md", "new\n")
+    a.roam("push")
+    before = b.snapshot_bytes()
+    calls = {"n": 0}
+    real = os.replace
+
+    def flaky(src, dst, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if str(dst).startswith(str(b.root)) and "/roam/" not in str(dst):
+            calls["n"] += 1
+            if calls["n"] == 2:
+                raise OSError(errno.ENOSPC, "No space left on device", str(dst))
+        return real(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "replace", flaky)
+    result = b.roam("pull", "--apply")
+    monkeypatch.setattr(os, "replace", real)
+    assert result.code == 1
+    assert "rolled back" in result.err
+    assert b.snapshot_bytes() == before
+    assert not (b.root / "roam" / "journal.json").exists()
+    assert b.roam("pull", "--apply").code == 0
+    assert b.read("skills/new/SKILL.md") == "new\n"
+
+
+def test_target_replaced_by_symlink_between_plan_and_apply(make_device, monkeypatch) -> None:
+    from roam_core.engine import journal
+
+    a, b = _start(make_device)
+    a.write("SOUL.md", "new soul\n")
+    a.roam("push")
+    outside = b.root.parent / "outside.txt"
+    outside.write_text("not yours\n")
+    real = journal.kill_point
+
+    def swap(name: str) -> None:
+        if name == "journal:staged":
+            (b.root / "SOUL.md").unlink()
+            (b.root / "SOUL.md").symlink_to(outside)
+        real(name)
+
+    monkeypatch.setattr(journal, "kill_point", swap)
+    result = b.roam("pull", "--apply")
+    assert result.code == 1
+    assert "changed while installing" in result.err
+    assert outside.read_text() == "not yours\n"
+    assert (b.root / "SOUL.md").is_symlink()
+
+
+def test_hostile_manifest_paths_are_refused_before_writing(tmp_path: Path) -> None:
+    from roam_core import crypto
+    from roam_core.store.manifest import FileEntry
+    from roam_core.store.repository import Repository
+    from roam_backend_local import LocalBackend
+
+    key = new_key()
+    store = tmp_path / "store"
+    store.mkdir()
+    a = Device(tmp_path / "a", "a", {"backend": "local", "local_dir": str(store)}, key)
+    a.write("SOUL.md", "x\n")
+    a.roam("init")
+    a.roam("push")
+    b = Device(tmp_path / "b", "b", {"backend": "local", "local_dir": str(store)}, key)
+    b.roam("init")
+    repo = Repository(LocalBackend(store), crypto.Keys.derive(crypto.parse_key(key)))
+    head = repo.read_head()
+    snapshot = repo.load_snapshot(head.snapshot)
+    good = repo.load_manifest(snapshot.root)["SOUL.md"]
+    for bad in ("../escape", "skills/..", "a\x1bb"):
+        evil = {"SOUL.md": good, bad: FileEntry(bad, good.size, good.mode, good.sha256,
+                                                "shared", good.blobs)}
+        root = repo.write_manifest(evil)
+        from dataclasses import replace
+
+        from roam_core.store.objects import Head
+
+        snap_id = repo.write_snapshot(replace(snapshot, generation=head.generation + 1,
+                                              parent=head.snapshot, root=root))
+        version = repo.write_head(Head(head.generation + 1, snap_id, head.store, "evil",
+                                       head.time), head.version)
+        head = Head(head.generation + 1, snap_id, head.store, "evil", head.time, version)
+        snapshot = repo.load_snapshot(snap_id)
+        result = b.roam("pull", "--apply")
+        assert result.code == 1, (bad, result.out)
+        assert "unsafe path" in result.err
+        assert not (tmp_path / "escape").exists()
+        assert not b.exists("SOUL.md")
