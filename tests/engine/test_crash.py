@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from fleet import Device, new_key
 
 BEFORE_COMMIT = ["journal:staged", "journal:stage:SOUL.md", "journal:synced", "journal:op:0",
@@ -37,7 +36,7 @@ def _pair(tmp_path: Path) -> tuple[Device, Device]:
 
 @pytest.mark.parametrize("point", BEFORE_COMMIT + AFTER_COMMIT)
 def test_sigkill_during_install_recovers_exactly(tmp_path: Path, point: str) -> None:
-    a, b = _pair(tmp_path)
+    _a, b = _pair(tmp_path)
     before = b.snapshot_bytes()
     killed = b.run("pull", "--apply", env={"ROAM_TEST_KILL_AT": point})
     assert killed.returncode == -9, (point, killed.stdout, killed.stderr)
@@ -63,7 +62,7 @@ def test_sigkill_during_install_recovers_exactly(tmp_path: Path, point: str) -> 
 def test_missing_backup_never_deletes(tmp_path: Path) -> None:
     import shutil
 
-    a, b = _pair(tmp_path)
+    _a, b = _pair(tmp_path)
     killed = b.run("pull", "--apply", env={"ROAM_TEST_KILL_AT": "journal:installed"})
     assert killed.returncode == -9
     shutil.rmtree(b.root / "roam" / "backups")

@@ -5,8 +5,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
-
 from fleet import Device, new_key
 
 
@@ -243,10 +241,10 @@ def test_target_replaced_by_symlink_between_plan_and_apply(make_device, monkeypa
 
 
 def test_hostile_manifest_paths_are_refused_before_writing(tmp_path: Path) -> None:
+    from roam_backend_local import LocalBackend
     from roam_core import crypto
     from roam_core.store.manifest import FileEntry
     from roam_core.store.repository import Repository
-    from roam_backend_local import LocalBackend
 
     key = new_key()
     store = tmp_path / "store"
