@@ -146,8 +146,8 @@ class DiscordServer:
         self._httpd = _Server(("127.0.0.1", self._port), _Handler)
         self._port = self._httpd.server_address[1]
         self._httpd.owner = self
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True,
-                                        name="discord-server")
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,),
+                                        daemon=True, name="discord-server")
         self._thread.start()
         return self
 

@@ -98,7 +98,7 @@ def split_message(text: str, limit: int = MESSAGE_LIMIT) -> list[str]:
         current += piece
     if current:
         chunks.append(current)
-    chunks = [chunk.strip("\n") for chunk in chunks]
+    chunks = [chunk.strip("\n").rstrip() for chunk in chunks]
     chunks = [chunk for chunk in chunks if chunk.strip()]
     return _balance_fences(chunks) if fenced else chunks
 
