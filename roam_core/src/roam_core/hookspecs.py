@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pluggy
 
-from roam_core.types import BackendPlugin, ScopeRuleSet, SinkPlugin
+from roam_core.types import BackendPlugin, MergeFormat, ScopeRuleSet, SinkPlugin
 
 PROJECT = "roam"
 
@@ -53,5 +53,19 @@ def roam_session_sinks() -> Iterator[SinkPlugin]:  # type: ignore[empty-body]
     A sink receives redacted `TurnEvent`s from the background sender, never on the agent's
     thread. A sink that fails never fails a push, a pull or a turn: every call is isolated
     and logged, and undelivered events stay spooled.
+    """
+    yield from ()
+
+
+@hookspec
+def roam_merge_formats() -> Iterator[MergeFormat]:  # type: ignore[empty-body]
+    """Yield the entry-structured file formats this plugin can merge on pull.
+
+    Each `MergeFormat` names the files it covers with scope-style globs and gives a pure
+    function `merge(base, local, remote, *, overwrite_conflicts=False)` returning a
+    `roam_core.merge.EntryMerge` or None for bytes that are not a valid entry list. Core's own
+    Hermes memory format is consulted first; among plugins the first format (by name) whose
+    pattern matches a path wins. A merge only ever applies to shared paths, and a duplicate
+    format name is an error naming both distributions.
     """
     yield from ()

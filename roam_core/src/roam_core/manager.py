@@ -22,7 +22,7 @@ import pluggy
 
 from roam_core import hookspecs
 from roam_core.errors import PluginError
-from roam_core.types import BackendPlugin, PluginInfo, ScopeRuleSet, SinkPlugin
+from roam_core.types import BackendPlugin, MergeFormat, PluginInfo, ScopeRuleSet, SinkPlugin
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +41,7 @@ _HOOK_KINDS = {
     "roam_storage_backends": "backend",
     "roam_scope_rules": "rules",
     "roam_session_sinks": "sink",
+    "roam_merge_formats": "merge",
 }
 
 @dataclass
@@ -219,6 +220,12 @@ class PluginManager:
         """Every provider's rule sets for `home`, sorted by provider name (never install order)."""
         sets = [record for _entry, record in self._collect("roam_scope_rules", {"home": home})]
         return sorted(sets, key=lambda rule_set: rule_set.provider)
+
+    def merge_formats(self) -> list[MergeFormat]:
+        """Every plugin's entry-merge formats, sorted by name. Duplicate names fail loudly."""
+        found = self._unique("roam_merge_formats", "merge format",
+                             self._collect("roam_merge_formats", {}))
+        return [record for _name, (_entry, record) in sorted(found.items())]
 
     def _missing(self, kind: str, name: str, known: dict[str, Any]) -> Any:
         entry = self._entries.get(name)

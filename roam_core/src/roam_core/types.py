@@ -98,6 +98,23 @@ class ScopeRuleSet:
 
 
 @dataclass(frozen=True)
+class MergeFormat:
+    """A file format merged entry by entry on pull instead of conflicting as a whole file.
+
+    `patterns` are scope-style globs (relative POSIX, `**` allowed) naming the files.
+    `merge(base, local, remote, *, overwrite_conflicts=False)` takes the file's bytes as this
+    device last synced it (None if never), as it is here and as the remote has it, and returns
+    a `roam_core.merge.EntryMerge`, or None when the bytes are not a valid entry list (the
+    engine then falls back to whole-file conflict handling; it never guesses).
+    """
+
+    name: str
+    patterns: tuple[str, ...]
+    merge: Callable[..., Any]
+    summary: str = ""
+
+
+@dataclass(frozen=True)
 class PluginInfo:
     """One row of `roam plugins list`."""
 

@@ -1,0 +1,149 @@
+"""The shared projection of a config: the part of config.yaml that travels.
+
+Stripped: host-scoped keys (the defaults below plus this device's `host_keys:`), every key
+whose name looks secret, every value that looks like a credential or holds a path inside a
+user's home folder, and every list holding any of those (lists travel whole). Comments never
+travel either: they can hold anything. The text is deterministic for a given meaning and
+order, so an unchanged config always projects to the same bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Any
+
+from roam_core.config.sensitive import is_secret_key, is_sensitive_value
+from roam_core.config.yamlio import dump_plain, load_mapping
+from roam_core.errors import ConfigError
+
+#: Keys that describe one machine; each device keeps its own values.
+DEFAULT_HOST_KEYS = (
+    "terminal",
+    "paths",
+    "display.interface",
+    "browser.executable",
+    "mcp_servers.*.command",
+    "mcp_servers.*.cwd",
+    "mcp_servers.*.env",
+    "plugins.entries.roam",
+)
+
+KeyPath = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class KeyPattern:
+    """A dotted key glob: `*` is one key, `**` any number; it covers the keys below it too."""
+
+    pattern: str
+
+    @property
+    def segments(self) -> tuple[str, ...]:
+        return tuple(self.pattern.split("."))
+
+    def covers(self, path: KeyPath) -> bool:
+        """Whether the key at `path` (a tuple of keys) or one of its parents is matched."""
+        segments = self.segments
+        states = self._closure({0}, segments)
+        for key in path:
+            following: set[int] = set()
+            for state in states:
+                if state >= len(segments):
+                    continue
+                if segments[state] == "**":
+                    following.add(state)
+                elif fnmatchcase(str(key), segments[state]):
+                    following.add(state + 1)
+            states = self._closure(following, segments)
+            if len(segments) in states:
+                return True
+            if not states:
+                return False
+        return False
+
+    @staticmethod
+    def _closure(states: set[int], segments: tuple[str, ...]) -> set[int]:
+        result = set(states)
+        for state in sorted(states):
+            while state < len(segments) and segments[state] == "**":
+                state += 1
+                result.add(state)
+        return result
+
+
+def host_patterns(host_keys: Iterable[str] = ()) -> tuple[KeyPattern, ...]:
+    """The default host-scoped keys plus a device's own."""
+    return tuple(KeyPattern(key) for key in (*DEFAULT_HOST_KEYS, *host_keys))
+
+
+def path_name(path: KeyPath) -> str:
+    """A key path as users write it: `display.skin`."""
+    return ".".join(str(key) for key in path)
+
+
+def _sensitive_list(items: Sequence[Any]) -> bool:
+    for item in items:
+        if isinstance(item, dict):
+            if any(is_secret_key(key) or is_sensitive_value(key) or
+                   _sensitive_list([value]) for key, value in item.items()):
+                return True
+        elif isinstance(item, list):
+            if _sensitive_list(item):
+                return True
+        elif is_sensitive_value(item):
+            return True
+    return False
+
+
+def protected_paths(data: dict[Any, Any], patterns: Sequence[KeyPattern]) -> set[KeyPath]:
+    """Every key path of `data` that stays on this machine (its whole subtree with it)."""
+    found: set[KeyPath] = set()
+
+    def visit(node: dict[Any, Any], path: KeyPath) -> None:
+        for key, value in node.items():
+            here = (*path, key)
+            if (is_secret_key(key) or is_sensitive_value(key)
+                    or any(pattern.covers(here) for pattern in patterns)):
+                found.add(here)
+            elif isinstance(value, dict):
+                visit(value, here)
+            elif isinstance(value, list):
+                if _sensitive_list(value):
+                    found.add(here)
+            elif is_sensitive_value(value):
+                found.add(here)
+
+    visit(data, ())
+    return found
+
+
+def project(data: dict[Any, Any], patterns: Sequence[KeyPattern]) -> dict[Any, Any]:
+    """A copy of `data` without its protected paths (and without mappings emptied by that)."""
+    protected = protected_paths(data, patterns)
+
+    def strip(node: dict[Any, Any], path: KeyPath) -> dict[Any, Any]:
+        kept: dict[Any, Any] = {}
+        for key, value in node.items():
+            here = (*path, key)
+            if here in protected:
+                continue
+            if isinstance(value, dict) and value:
+                inner = strip(value, here)
+                if inner:
+                    kept[key] = inner
+            else:
+                kept[key] = value
+        return kept
+
+    return strip(data, ())
+
+
+def shared_projection(text: str, *, host_keys: Sequence[str] = (),
+                      source: str = "config.yaml") -> str:
+    """The YAML text of a config that travels; `ConfigError(source:line)` when malformed."""
+    for key in host_keys:
+        if not isinstance(key, str) or not key or any(not part for part in key.split(".")):
+            raise ConfigError(f"host key {key!r} must be a dotted key path")
+    return dump_plain(project(load_mapping(text, source), host_patterns(host_keys)))

@@ -1,0 +1,179 @@
+"""Glob patterns over relative POSIX paths, and what a pattern can say about a directory.
+
+Patterns are anchored at the home: `SOUL.md` names the top-level file only, `**/.env` names
+it at any depth. A segment `**` matches zero or more segments; `*`, `?` and `[...]` never
+cross `/`. A trailing `/` makes a directory rule: it matches everything below that directory.
+
+`relation(dir)` answers, without listing anything, whether a pattern can match nothing, some
+or every path below a directory; the walk uses it to prune directories it must not enter.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+_SAFE_SEGMENT = re.compile(r"^[^\x00]+$")
+
+
+class Relation(enum.Enum):
+    """How a pattern relates to the paths below one directory."""
+
+    NONE = "none"
+    MAYBE = "maybe"
+    COVERS = "covers"
+
+
+class PatternError(ValueError):
+    """A pattern is malformed; the message says why."""
+
+
+def _translate_segment(segment: str) -> str:
+    """One glob segment as a regex fragment in which nothing crosses `/`."""
+    out: list[str] = []
+    index = 0
+    while index < len(segment):
+        char = segment[index]
+        index += 1
+        if char == "*":
+            out.append("[^/]*")
+        elif char == "?":
+            out.append("[^/]")
+        elif char == "[":
+            end = segment.find("]", index + 1 if segment[index:index + 1] in ("!", "]") else index)
+            if end < 0:
+                out.append(re.escape(char))
+                continue
+            body = segment[index:end]
+            index = end + 1
+            negate = body.startswith("!")
+            body = body[1:] if negate else body
+            body = body.replace("\\", "\\\\").replace("^", "\\^").replace("[", "\\[")
+            out.append(f"[^/{body}]" if negate else f"(?!/)[{body}]")
+        else:
+            out.append(re.escape(char))
+    return "".join(out)
+
+
+def _translate(segments: tuple[str, ...]) -> str:
+    """A whole pattern (list of segments) as one anchored regex over the relative path."""
+    parts: list[str] = []
+    last = len(segments) - 1
+    for index, segment in enumerate(segments):
+        if segment == "**":  # zero or more whole segments
+            if index == 0:
+                parts.append("[^/]+(?:/[^/]+)*" if index == last else "(?:[^/]+/)*")
+            else:
+                parts.append("(?:/[^/]+)*" if index == last else "(?:/[^/]+)*/")
+            continue
+        if index > 0 and segments[index - 1] != "**":
+            parts.append("/")
+        parts.append(_translate_segment(segment))
+    return "".join(parts)
+
+
+def _covers_every_suffix(rest: tuple[str, ...]) -> bool:
+    """Whether pattern segments `rest` match every non-empty sequence of further segments."""
+    return ("**" in rest and all(segment in ("*", "**") for segment in rest)
+            and rest.count("*") <= 1)
+
+
+@lru_cache(maxsize=4096)
+def _segment_regex(segment: str, ignore_case: bool) -> re.Pattern[str]:
+    flags = re.DOTALL | (re.IGNORECASE if ignore_case else 0)
+    return re.compile(_translate_segment(segment) + r"\Z", flags)
+
+
+def escape(path: str) -> str:
+    """A pattern matching the literal relative path `path` (glob characters neutralised)."""
+    return re.sub(r"([*?\[])", r"[\1]", path)
+
+
+def split_pattern(pattern: str) -> tuple[tuple[str, ...], bool]:
+    """Validate a pattern and return its segments and whether it is a directory rule."""
+    if not isinstance(pattern, str) or not pattern.strip():
+        raise PatternError("a pattern must be a non-empty string")
+    if pattern != pattern.strip():
+        raise PatternError(f"pattern {pattern!r} has leading or trailing spaces")
+    if pattern.startswith("/"):
+        raise PatternError(f"pattern {pattern!r} must be relative to the home (drop the "
+                           "leading '/')")
+    if "\\" in pattern:
+        raise PatternError(f"pattern {pattern!r} must use '/' between folders")
+    directory = pattern.endswith("/")
+    segments = tuple(pattern.rstrip("/").split("/")) if pattern.rstrip("/") else ()
+    # `**/**` means the same as `**`; collapsing keeps the regex simple
+    segments = tuple(s for i, s in enumerate(segments)
+                     if not (s == "**" and i > 0 and segments[i - 1] == "**"))
+    if not segments:
+        raise PatternError(f"pattern {pattern!r} names nothing")
+    for segment in segments:
+        if segment in ("", ".", "..") or not _SAFE_SEGMENT.match(segment):
+            raise PatternError(f"pattern {pattern!r} has an empty, '.' or '..' segment")
+        if "**" in segment and segment != "**":
+            raise PatternError(f"pattern {pattern!r}: '**' must be a whole segment")
+    return segments, directory
+
+
+@dataclass(frozen=True)
+class Glob:
+    """A compiled pattern. `ignore_case` is used for the hard never-list (case-folding disks)."""
+
+    pattern: str
+    ignore_case: bool = False
+    segments: tuple[str, ...] = field(init=False)
+    directory: bool = field(init=False)
+    _regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        segments, directory = split_pattern(self.pattern)
+        if directory:
+            # `dir/` matches every path with at least one segment below `dir`
+            segments = (*segments, "*", "**")
+        flags = re.DOTALL | (re.IGNORECASE if self.ignore_case else 0)
+        object.__setattr__(self, "segments", segments)
+        object.__setattr__(self, "directory", directory)
+        object.__setattr__(self, "_regex", re.compile(_translate(segments) + r"\Z", flags))
+
+    def matches(self, rel: str) -> bool:
+        """Whether the relative POSIX path `rel` (a file) matches."""
+        return self._regex.match(rel) is not None
+
+    def relation(self, dir_segments: tuple[str, ...]) -> Relation:
+        """Whether this pattern matches none, some or all paths strictly below a directory."""
+        states = self._closure({0})
+        for name in dir_segments:
+            states = self._closure(self._step(states, name))
+            if not states:
+                return Relation.NONE
+        size = len(self.segments)
+        if any(_covers_every_suffix(self.segments[state:]) for state in states):
+            return Relation.COVERS
+        if any(state < size for state in states):
+            return Relation.MAYBE
+        return Relation.NONE
+
+    def _closure(self, states: set[int]) -> set[int]:
+        result = set(states)
+        pending = list(states)
+        while pending:
+            state = pending.pop()
+            if state < len(self.segments) and self.segments[state] == "**" \
+                    and state + 1 not in result:
+                result.add(state + 1)
+                pending.append(state + 1)
+        return result
+
+    def _step(self, states: set[int], name: str) -> set[int]:
+        following: set[int] = set()
+        for state in states:
+            if state >= len(self.segments):
+                continue
+            segment = self.segments[state]
+            if segment == "**":
+                following.add(state)
+            elif _segment_regex(segment, self.ignore_case).match(name):
+                following.add(state + 1)
+        return following

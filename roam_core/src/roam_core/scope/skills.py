@@ -1,0 +1,184 @@
+"""Skills that belong to Hermes or to the hub, not to the user: found so they stay local.
+
+Bundled skills: `skills/.bundled_manifest` holds one `name:md5` line per skill Hermes copied
+in. A skill tree whose hash still equals the recorded one is Hermes's pristine copy and stays
+local (each device gets it from its own Hermes); an edited one is the user's and syncs. The
+hash replicates Hermes's `_dir_hash` (tools/skills_sync.py) without importing Hermes: MD5 over
+every file of the tree in `sorted(rglob("*"))` order, feeding the relative POSIX path and then
+the file's bytes, with no separator.
+
+Hub skills: `skills/.hub/lock.json` records each installed skill's `install_path` (relative to
+`skills/`); those trees stay local and the other device installs them from the hub.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from roam_core.scope.patterns import escape
+
+log = logging.getLogger(__name__)
+
+MANIFEST = ".bundled_manifest"
+HUB_LOCK = (".hub", "lock.json")
+#: How deep below `skills/` a SKILL.md may sit (Hermes uses `<category>/<skill>/SKILL.md`).
+MAX_SKILL_DEPTH = 4
+MAX_SKILL_MD_BYTES = 1024 * 1024
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class PinnedSkill:
+    """A skill tree kept local: `rel` is relative to the home, ending in `/`."""
+
+    rel: str
+    name: str
+    kind: str  # "bundled" or "hub"
+
+    @property
+    def pattern(self) -> str:
+        return escape(self.rel)
+
+    @property
+    def reason(self) -> str:
+        if self.kind == "bundled":
+            return f"bundled skill {self.name!r} is unmodified (each device's Hermes provides it)"
+        return f"hub skill {self.name!r} (each device installs it from the hub)"
+
+
+def dir_hash(directory: Path) -> str:
+    """Hermes's `_dir_hash`: MD5 over sorted relative POSIX paths and file bytes."""
+    digest = hashlib.md5(usedforsecurity=False)
+    for path in sorted(directory.rglob("*")):
+        if path.is_symlink() or not path.is_file():
+            continue  # roam never follows a link; such a tree simply stops matching
+        digest.update(path.relative_to(directory).as_posix().encode("utf-8"))
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def read_manifest(path: Path) -> dict[str, str]:
+    """`name -> md5` from a `.bundled_manifest` (v1 files hold bare names: empty hash)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    manifest: dict[str, str] = {}
+    for line in text.splitlines():
+        name, _, value = line.strip().partition(":")
+        if name.strip():
+            manifest[name.strip()] = value.strip()
+    return manifest
+
+
+def skill_name(skill_md: Path) -> str:
+    """The front-matter `name:` of a SKILL.md, else its folder's name (as Hermes does)."""
+    try:
+        if skill_md.stat().st_size <= MAX_SKILL_MD_BYTES:
+            match = _FRONT_MATTER.match(skill_md.read_text(encoding="utf-8"))
+            if match:
+                import yaml
+
+                meta = yaml.safe_load(match.group(1))
+                if isinstance(meta, dict) and isinstance(meta.get("name"), str):
+                    return str(meta["name"]).strip()
+    except (OSError, UnicodeDecodeError, ValueError, ImportError):
+        pass
+    except Exception as error:  # a malformed front matter must not stop classification
+        log.debug("cannot read %s: %s", skill_md, error)
+    return skill_md.parent.name
+
+
+def _skill_dirs(skills: Path) -> list[Path]:
+    """Every folder under `skills/` holding a SKILL.md, skipping dot-folders and links."""
+    found: list[Path] = []
+    pending = [(skills, 0)]
+    while pending:
+        folder, depth = pending.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = list(listing)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name.startswith(".") or entry.is_symlink():
+                continue
+            if entry.name == "SKILL.md" and entry.is_file(follow_symlinks=False) and depth > 0:
+                found.append(folder)
+            elif entry.is_dir(follow_symlinks=False) and depth < MAX_SKILL_DEPTH:
+                pending.append((Path(entry.path), depth + 1))
+    return sorted(found)
+
+
+def bundled_skills(home: Path, prefix: str = "") -> list[PinnedSkill]:
+    """The pristine bundled skill trees of one home (`prefix` is `profiles/NAME/` or '')."""
+    skills = home / "skills"
+    manifest = read_manifest(skills / MANIFEST)
+    if not manifest:
+        return []
+    pinned: list[PinnedSkill] = []
+    for folder in _skill_dirs(skills):
+        name = skill_name(folder / "SKILL.md")
+        if name not in manifest:
+            continue
+        recorded = manifest[name]
+        # a v1 manifest records no hash; Hermes then takes the copy on disk as its baseline
+        if recorded and recorded != dir_hash(folder):
+            continue
+        rel = folder.relative_to(home).as_posix()
+        pinned.append(PinnedSkill(f"{prefix}{rel}/", name, "bundled"))
+    return pinned
+
+
+def hub_skills(home: Path, prefix: str = "") -> list[PinnedSkill]:
+    """The hub-installed skill trees recorded in `skills/.hub/lock.json`."""
+    lock = home / "skills" / HUB_LOCK[0] / HUB_LOCK[1]
+    try:
+        data = json.loads(lock.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        log.warning("roam: ignoring unreadable %s: %s", lock, error)
+        return []
+    installed = data.get("installed") if isinstance(data, dict) else None
+    if not isinstance(installed, dict):
+        return []
+    pinned: list[PinnedSkill] = []
+    for name, record in sorted(installed.items()):
+        install_path = record.get("install_path") if isinstance(record, dict) else None
+        if not isinstance(install_path, str) or not _safe_relative(install_path):
+            continue
+        rel = PurePosixPath("skills", install_path).as_posix()
+        pinned.append(PinnedSkill(f"{prefix}{rel}/", str(name), "hub"))
+    return pinned
+
+
+def _safe_relative(path: str) -> bool:
+    parts = path.replace("\\", "/").strip("/").split("/")
+    return bool(path.strip("/")) and not path.startswith(("/", "\\")) and ":" not in parts[0] \
+        and all(part not in ("", ".", "..") for part in parts)
+
+
+def pinned_skills(root: Path) -> list[PinnedSkill]:
+    """Every bundled and hub skill tree of the root home and of each profile."""
+    homes: list[tuple[Path, str]] = [(root, "")]
+    try:
+        with os.scandir(root / "profiles") as listing:
+            for entry in sorted(listing, key=lambda e: e.name):
+                if entry.is_dir(follow_symlinks=False):
+                    homes.append((Path(entry.path), f"profiles/{entry.name}/"))
+    except OSError:
+        pass
+    pinned: list[PinnedSkill] = []
+    for home, prefix in homes:
+        if not (home / "skills").is_dir() or (home / "skills").is_symlink():
+            continue
+        pinned.extend(bundled_skills(home, prefix))
+        pinned.extend(hub_skills(home, prefix))
+    return pinned

@@ -1,0 +1,91 @@
+"""Listing the shared files of a home without entering anything that cannot be shared.
+
+A folder is entered only when some path below it could be shared, decided from its relative
+path alone, so `venv/`, `node_modules/`, `sessions/` or `cache/` are never listed, however
+large. Symbolic links are never followed (a link may point out of the home), and names that
+are not UTF-8 or hold control characters cannot travel; all of these are recorded in
+`skipped` when they would otherwise have been shared.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat as stat_module
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from roam_core.types import Scope
+
+if TYPE_CHECKING:
+    from roam_core.scope.model import Entry, _Chain
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def display_name(rel: str) -> str:
+    """A printable form of a relative path whose bytes may not be UTF-8."""
+    return os.fsencode(rel).decode("utf-8", "backslashreplace")
+
+
+def _problem(name: str) -> str | None:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return "file name is not valid UTF-8"
+    if _CONTROL.search(name):
+        return "file name holds control characters"
+    return None
+
+
+def _would_share(rules: _Chain, parts: tuple[str, ...], rel: str) -> bool:
+    """Whether `rel` would have been shared as a file, or entered as a folder."""
+    decided = rules.decide(rel)
+    return (decided is not None and decided.scope is Scope.SHARED) or rules.could_share(parts)
+
+
+def walk_shared(root: Path, chain: _Chain, skipped: list[tuple[str, str]]) -> list[Entry]:
+    """Every shared regular file below `root` (unsorted), recording what was skipped."""
+    from roam_core.scope.model import Entry
+
+    found: list[Entry] = []
+    pending: list[tuple[tuple[str, ...], str, _Chain]] = [((), os.fspath(root), chain)]
+    while pending:
+        segments, folder, rules = pending.pop()
+        try:
+            with os.scandir(folder) as listing:
+                items = list(listing)
+        except FileNotFoundError:
+            continue
+        except OSError as error:
+            if segments:
+                skipped.append(("/".join(segments) + "/", f"cannot read folder: "
+                                f"{error.strerror or error}"))
+            continue
+        for item in items:
+            parts = (*segments, item.name)
+            rel = "/".join(parts)
+
+            problem = _problem(item.name)
+            if problem is None and item.is_symlink():
+                problem = "symbolic link (never followed)"
+            if problem is not None:
+                if _would_share(rules, parts, rel):
+                    skipped.append((display_name(rel), problem))
+                continue
+            if item.is_dir(follow_symlinks=False):
+                if rules.could_share(parts):
+                    pending.append((parts, item.path, rules.narrow(parts)))
+                continue
+            decided = rules.decide(rel)
+            if decided is None or decided.scope is not Scope.SHARED:
+                continue
+            try:
+                info = item.stat(follow_symlinks=False)
+            except OSError:
+                continue  # vanished while we looked
+            if not stat_module.S_ISREG(info.st_mode):
+                skipped.append((rel, "not a regular file"))
+                continue
+            found.append(Entry(rel, Path(item.path), info))
+    return found
