@@ -197,10 +197,25 @@ def check_remote(root: Path, pull: bool) -> None:
     if not status.ok and not status.conflict:
         log.info("roam: remote check skipped: %s", status.error or status.code)
         return
-    if remote_ahead(status.json()):
-        autostate.stash_notice(root, "the roam sync remote has changes this machine has not "
-                                     "pulled yet; tell the user they can review them with "
-                                     "/roam pull (and apply with /roam pull apply).")
+    document = status.json()
+    if remote_ahead(document):
+        _notice_ahead(root, document.get("remote_generation"))
+
+
+def _notice_ahead(root: Path, generation: Any) -> None:
+    # One notice per remote generation: a remote that stays ahead is not news again.
+    def stash(data: dict[str, Any]) -> None:
+        if generation is not None and data.get("ahead_noticed_generation") == generation:
+            return
+        data["ahead_noticed_generation"] = generation
+        notice = ("the roam sync remote has changes this machine has not pulled yet; tell "
+                  "the user they can review them with /roam pull (and apply with /roam pull "
+                  "apply).")
+        notices = data.setdefault("notices", [])
+        if notice not in notices:
+            notices.append(notice)
+
+    autostate.update(root, stash)
 
 
 def remote_ahead(document: Any) -> bool:
