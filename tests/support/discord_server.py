@@ -32,7 +32,8 @@ What it enforces (a request breaking a rule gets Discord's status and error shap
 - `down = True`: every connection is closed without an answer; `stop()` then `start()`
   frees and re-binds the same port (the outage a turn must not feel).
 - `hold_after_create`: seconds to wait after a message was stored and before answering
-  (a sender killed in that window has "posted but not recorded").
+  (a sender killed in that window has "posted but not recorded"); `message_created` is
+  set when such a hold starts and `release` ends every hold early.
 """
 
 from __future__ import annotations
@@ -125,6 +126,7 @@ class DiscordServer:
         self.global_limit = global_limit
         self.nonce_window = nonce_window
         self.hold_after_create = 0.0
+        self.release = threading.Event()
         self.down = False
         self._port = 0
         self.threads: dict[str, Thread] = {}
@@ -233,7 +235,7 @@ class DiscordServer:
         if status == 200 and method == "POST" and path.endswith("/messages") \
                 and self.hold_after_create:
             self.message_created.set()
-            time.sleep(self.hold_after_create)  # "posted" but the client has no answer yet
+            self.release.wait(self.hold_after_create)  # "posted", the client has no answer
         return status, body, extra
 
     def _route(self, method: str, path: str, headers: dict[str, str], payload: Any,
