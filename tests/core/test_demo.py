@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import run_roam
+from support.cli import run_roam
 
 
 def test_roam_demo_runs_the_main_job(tmp_path: Path) -> None:

@@ -8,12 +8,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import roam_env, run_roam
 from roam_core.errors import PluginError
 from roam_core.hookspecs import hookimpl
 from roam_core.manager import PluginManager
 from roam_core.testing.memory import MemoryBackend
 from roam_core.types import BackendPlugin
+from support.cli import roam_env, run_roam
 
 
 def _fake_dist(root: Path, name: str, module_source: str, group_line: str) -> None:

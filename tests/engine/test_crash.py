@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from fleet import Device, new_key
 
 BEFORE_COMMIT = ["journal:staged", "journal:stage:SOUL.md", "journal:synced", "journal:op:0",
