@@ -41,6 +41,12 @@ def new_remote(transport: str, request: pytest.FixtureRequest, tmp_path: Path) -
     return base + bare_repo(root).name
 
 
+@pytest.fixture
+def make_remote(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[str], str]:
+    """Make a fresh empty repository on the named transport; returns its URL."""
+    return lambda transport: new_remote(transport, request, tmp_path)
+
+
 @pytest.fixture(params=TRANSPORTS)
 def remote_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A fresh empty repository, once per transport."""

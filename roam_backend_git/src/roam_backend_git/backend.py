@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from roam_backend_git.config import GitSettings, is_ssh_url, redact_text
+from roam_backend_git.config import GitSettings, is_ssh_url, redact_text, transport_of
 from roam_backend_git.env import child_env
 from roam_backend_git.mirror import Mirror, PushOutcome
 from roam_backend_git.runner import GitRunner, one_line
@@ -87,7 +87,7 @@ class GitBackend(Backend):
             extra={"branch": settings.branch})
         self._parent_env = dict(os.environ if parent_env is None else parent_env)
         runner = GitRunner(Path(mirror_dir), child_env(self._parent_env), self._redact,
-                           deadline)
+                           deadline, transport=transport_of(settings.remote))
         self.mirror = Mirror(Path(mirror_dir), settings, runner)
         self._ready = False
         self._state = threading.Lock()        # guards _staged, _view swaps and the cache

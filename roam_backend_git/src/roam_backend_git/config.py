@@ -27,6 +27,7 @@ _BRANCH = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,99}$")
 _URL_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^/@\s'\"]+@")
 #: scp-like ssh syntax `[user@]host:path` (no scheme, a colon before the first slash).
 _SCP_LIKE = re.compile(r"^(?:[^@/:\s]+@)?[^@/:\s]+:(?!//)")
+_SSH_SCHEMES = ("ssh", "git+ssh", "ssh+git")
 
 
 @dataclass(frozen=True)
@@ -95,19 +96,22 @@ def is_local_path(remote: str) -> bool:
 def is_ssh_url(remote: str) -> bool:
     """Whether git will reach `remote` through ssh."""
     scheme = remote.split("://", 1)[0].lower() if "://" in remote else ""
-    return scheme in ("ssh", "git+ssh", "ssh+git") or (not scheme and bool(_SCP_LIKE.match(remote)))
+    return scheme in _SSH_SCHEMES or (not scheme and bool(_SCP_LIKE.match(remote)))
+
+
+def transport_of(remote: str) -> str:
+    """"ssh", "http", "file" or "git": how git reaches `remote` (for error hints)."""
+    if is_ssh_url(remote):
+        return "ssh"
+    if is_local_path(remote):
+        return "file"
+    scheme = remote.split("://", 1)[0].lower()
+    return "http" if scheme in ("http", "https") else scheme
 
 
 def url_has_credentials(remote: str) -> bool:
-    """Whether the URL carries a password or an http(s) token in its userinfo."""
-    return redact_url(remote) != remote and not _ssh_user_only(remote)
-
-
-def _ssh_user_only(remote: str) -> bool:
-    if "://" not in remote:
-        return True  # scp-like: `user@host:path` names a login, never a password
-    parts = urlsplit(remote)
-    return parts.scheme.lower() in ("ssh", "git+ssh", "ssh+git") and parts.password is None
+    """Whether the URL carries a password, or a user part on http(s) (often a token)."""
+    return redact_url(remote) != remote
 
 
 def redact_url(remote: str) -> str:
@@ -117,7 +121,7 @@ def redact_url(remote: str) -> str:
     name is kept because it is not a secret, but an ssh password is dropped.
     """
     if "://" not in remote:
-        return remote
+        return remote  # a path, or scp-like `user@host:path` whose user is a login name
     try:
         parts = urlsplit(remote)
         host = parts.hostname or ""
@@ -129,7 +133,9 @@ def redact_url(remote: str) -> str:
     if ":" in host:
         host = f"[{host}]"
     netloc = host if port is None else f"{host}:{port}"
-    if _ssh_user_only(remote) and parts.username:
+    if parts.scheme.lower() in _SSH_SCHEMES and parts.username:
+        if parts.password is None:
+            return remote
         netloc = f"{parts.username}@{netloc}"
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 

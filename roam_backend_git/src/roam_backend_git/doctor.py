@@ -16,7 +16,8 @@ Row = tuple[str, bool, str]
 
 def _git_version(backend: GitBackend) -> Row:
     runner = backend.mirror.git
-    bare = GitRunner(None, runner.env, runner.redact, runner.fallback_deadline)
+    bare = GitRunner(None, runner.env, runner.redact, runner.fallback_deadline,
+                     runner.transport)
     try:
         out = bare.run(["version"], action="version", cap=10).stdout.decode().strip()
     except RoamError as error:

@@ -105,7 +105,7 @@ class Mirror:
             if "couldn't find remote ref" in result.stderr.lower():
                 self.set_tracking(None)
                 return None
-            raise classify("fetch", result.stderr, self.git.redact)
+            raise classify("fetch", result.stderr, self.git.redact, self.git.transport)
         return self.tracking()
 
     def push(self, commit: str, lease: str | None) -> PushOutcome:
@@ -124,7 +124,7 @@ class Mirror:
                 return PushOutcome(accepted, summary.strip(), result.stderr)
         if result.returncode == 0:
             return PushOutcome(True, "", result.stderr)
-        raise classify("push", result.stderr, self.git.redact)
+        raise classify("push", result.stderr, self.git.redact, self.git.transport)
 
     # -- local refs and objects ----------------------------------------------------------------
 

@@ -21,9 +21,13 @@ from roam_core import deadline as _deadline
 from roam_core.errors import BackendError, DeadlineExceeded, TransientBackendError
 
 #: Config for every call: no background gc/maintenance processes outliving roam, no pager,
-#: and no signing prompts from a user's global `commit.gpgSign`.
+#: no signing prompts from a user's global `*.gpgSign`, and none of the user's hooks (a
+#: global `core.hooksPath` would otherwise run them on the mirror's own ref updates).
+#: git strips `-c` from the environment of a local (file://) remote's receive-pack, so the
+#: remote's own hooks still run.
 BASE_CONFIG = ("gc.auto=0", "maintenance.auto=false", "core.pager=cat",
-               "commit.gpgSign=false", "credential.interactive=false")
+               "commit.gpgSign=false", "push.gpgSign=false", "credential.interactive=false",
+               f"core.hooksPath={os.devnull}")
 #: Transfers slower than 1 byte/s for a minute are dead (covers a stalled https stream).
 NETWORK_CONFIG = ("http.lowSpeedLimit=1", "http.lowSpeedTime=60")
 
@@ -38,7 +42,7 @@ _AUTH_PATTERNS = re.compile(
     re.IGNORECASE,
 )
 _NETWORK_PATTERNS = re.compile(
-    r"could not resolve|connection refused|connection timed out|timed out|unable to access"
+    r"could not resolve|connection refused|connection timed out|timed out|returned error: 5\d\d"
     r"|early eof|hung up unexpectedly|operation too slow|network is unreachable"
     r"|no route to host|connection reset|broken pipe|could not connect|failed to connect"
     r"|rpc failed|remote end hung up|temporary failure|unexpected disconnect",
@@ -55,23 +59,42 @@ class GitResult:
     stderr: str
 
 
+#: Lines git adds to every transport failure; the real reason is on another line.
+_BOILERPLATE = ("could not read from remote repository", "please make sure you have",
+                "and the repository exists", "failed to push some refs")
+
+
 def one_line(stderr: str) -> str:
     """The line of git's stderr that says what went wrong, without its `fatal:` prefix."""
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    for marker in ("fatal:", "error:", "remote: error:", "ssh:"):
-        chosen = [line for line in lines if line.lower().startswith(marker)]
+    useful = [line for line in lines
+              if not any(text in line.lower() for text in _BOILERPLATE)] or lines
+    for marker in ("fatal:", "error:", "ssh:", "remote:"):
+        chosen = [line for line in useful if line.lower().startswith(marker)]
         if chosen:
             line = chosen[0]
-            return line.split(":", 1)[1].strip() if marker != "ssh:" else line
-    return lines[-1] if lines else "no message"
+            return line.split(":", 1)[1].strip() if marker in ("fatal:", "error:") else line
+    return useful[-1] if useful else "no message"
 
 
-def classify(action: str, stderr: str, redact: Callable[[str], str]) -> BackendError:
+def auth_hint(stderr: str, transport: str) -> str:
+    """What the user can do about an authentication failure on `transport`."""
+    if "host key verification failed" in stderr.lower():
+        return " (connect once with ssh to that host to check and accept its host key)"
+    if transport == "ssh":
+        return " (check your ssh key and agent: roam runs ssh with BatchMode=yes)"
+    if transport == "http":
+        return " (check your git credential helper; roam never asks for a password)"
+    return ""
+
+
+def classify(action: str, stderr: str, redact: Callable[[str], str],
+             transport: str = "") -> BackendError:
     """Turn a failed network call's stderr into roam's error tree, credentials cut out."""
     detail = redact(one_line(stderr))
     if _AUTH_PATTERNS.search(stderr):
-        return BackendError(f"git {action}: authentication failed or access denied: {detail} "
-                            "(check your ssh key/agent or git credential helper)")
+        return BackendError(f"git {action}: authentication failed or access denied: {detail}"
+                            + auth_hint(stderr, transport))
     if _NETWORK_PATTERNS.search(stderr):
         return TransientBackendError(f"git {action}: remote unreachable: {detail}")
     return BackendError(f"git {action} failed: {detail}")
@@ -89,8 +112,9 @@ class GitRunner:
 
     def __init__(self, git_dir: Path | None, env: Mapping[str, str],
                  redact: Callable[[str], str],
-                 deadline: _deadline.Deadline | None = None) -> None:
+                 deadline: _deadline.Deadline | None = None, transport: str = "") -> None:
         self.git_dir = git_dir
+        self.transport = transport
         self.env = dict(env)
         self.redact = redact
         self.fallback_deadline = deadline
@@ -140,7 +164,7 @@ class GitRunner:
         result = GitResult(process.returncode, stdout, stderr.decode("utf-8", "replace"))
         if check and result.returncode != 0:
             if network:
-                raise classify(action, result.stderr, self.redact)
+                raise classify(action, result.stderr, self.redact, self.transport)
             raise BackendError(f"git {action} failed: {self.redact(one_line(result.stderr))}")
         return result
 
