@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.hermes_env import hermes_homes, hermes_venv, stub_model  # noqa: F401
 
 from roam_core import secrets
+from support.hermes_env import hermes_homes, hermes_venv, stub_model  # noqa: F401
 
 
 def new_key() -> str:
