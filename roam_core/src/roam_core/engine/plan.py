@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from roam_core.engine import inventory
 from roam_core.engine.journal import Op
 from roam_core.engine.remote import RemoteView
 from roam_core.engine.scan import LocalFile, StatCache, fill_digests, list_shared
@@ -40,6 +41,7 @@ class Plan:
     local_changes: list[str] = field(default_factory=list)
     unchanged: int = 0
     overwritten: list[str] = field(default_factory=list)
+    plugins_missing: list[dict[str, Any]] = field(default_factory=list)
     ops: list[Op] = field(default_factory=list)
     new_state: LocalState | None = None
 
@@ -53,7 +55,8 @@ class Plan:
                 "configs_merged": self.configs_merged, "memories_merged": self.memories_merged,
                 "conflicts_kept_local": self.conflicts, "kept_local_by_rules": self.kept_by_rules,
                 "local_changes": self.local_changes, "unchanged": self.unchanged,
-                "overwritten_conflicts": self.overwritten}
+                "overwritten_conflicts": self.overwritten,
+                "plugins_missing": self.plugins_missing}
 
 
 def _remote_source(session: Session, entry: FileEntry) -> Any:
@@ -103,10 +106,19 @@ class Planner:
                     self.plan.kept_by_rules.append(
                         {"path": rel, "reason": self._reason(rel)})
                 continue
+            if rel == inventory.INVENTORY:
+                self._inventory(remote.get(rel))
+                continue
             self._path(rel, remote.get(rel), self.base.get(rel), self.local.get(rel))
         self._finish_state()
         self.plan.new_state = self.new_state
         return self.plan
+
+    def _inventory(self, entry: FileEntry | None) -> None:
+        """Compare plugin inventories; roam lists what is missing and never installs code."""
+        if entry is not None:
+            remote_bytes = self.session.repo.read_content(entry)
+            self.plan.plugins_missing = inventory.missing(self.session.root, remote_bytes)
 
     def _reason(self, rel: str) -> str:
         explain = getattr(self.scope, "explain", None)
@@ -276,3 +288,7 @@ def iter_lines(plan: Plan) -> Iterator[str]:
         yield f"kept local by rules: {item['path']} ({item['reason']})"
     for rel in plan.local_changes:
         yield f"local change (publish with roam push): {rel}"
+    for plugin in plan.plugins_missing:
+        how = plugin["install"] or "install it the way the other machine did"
+        yield f"plugin missing here: {plugin['name']} {plugin['version'] or ''} — {how}".replace(
+            "  ", " ")

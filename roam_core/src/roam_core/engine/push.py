@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from roam_core import __version__
+from roam_core.engine import inventory
 from roam_core.engine import remote as remote_module
 from roam_core.engine.scan import (
     LocalFile,
@@ -71,6 +72,8 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
     reference = view.manifest if behind else base
     scope = session.scope
     host_keys = tuple(getattr(scope, "host_keys", ()))
+    if not dry_run:
+        inventory.refresh(session.root)
     files = list_shared(scope)
     cache = StatCache(session.state_dir / "cache")
     fill_digests(files, cache, host_keys)
