@@ -6,10 +6,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from support.git_remotes import bare_repo, file_url, git_daemon, smart_http
 
 from roam_backend_git.backend import GitBackend
 from roam_backend_git.config import parse_settings
+from support.git_remotes import bare_repo, file_url, git_daemon, smart_http
 
 TRANSPORTS = ("file", "daemon", "http")
 

@@ -8,11 +8,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from support.git_remotes import bare_repo, file_url
 
 from roam_backend_git.backend import README_PATH, REF_DIR, GitBackend
 from roam_core.errors import BackendError, ObjectExists, RefConflict
 from roam_core.storage import GuardedBackend
+from support.git_remotes import bare_repo, file_url
 
 Opener = Callable[..., GitBackend]
 

@@ -8,11 +8,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from support.git_remotes import bare_repo
 
 from roam_backend_git.backend import GitBackend
 from roam_backend_git.env import child_env, ssh_command
 from roam_core.errors import RefConflict
+from support.git_remotes import bare_repo
 
 SECRETS = {
     "ROAM_ARCHIVE_KEY": "canary-archive-key-5b1e0c",

@@ -7,11 +7,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from support.git_remotes import bare_repo, blackhole, file_url, free_port, smart_http
 
 from roam_backend_git.backend import GitBackend
 from roam_core import deadline
 from roam_core.errors import BackendError, DeadlineExceeded, RefConflict, TransientBackendError
+from support.git_remotes import bare_repo, blackhole, file_url, free_port, smart_http
 
 Opener = Callable[..., GitBackend]
 
