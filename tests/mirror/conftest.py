@@ -8,6 +8,8 @@ import pytest
 from roam_core.mirror import config as mirror_config
 from roam_core.mirror import redact
 
+from .fake_hermes import write_fake_agent
+
 FAKE_HERMES_MARK = "HERMES-ONLY-SECRET"
 
 
@@ -55,21 +57,7 @@ def memory_sink(root: Path):
     return plugin.destination
 
 
-FAKE_AGENT_REDACT = '''
-"""A stand-in for Hermes 0.19's agent.redact, for roam processes started by tests."""
-import re
-
-
-def redact_sensitive_text(text, *, force=False, **_ignored):
-    return re.sub(r"HERMES-ONLY-SECRET", "[hermes-redacted]", text)
-'''
-
-
 @pytest.fixture
 def fake_agent_path(tmp_path: Path) -> Path:
     """A folder holding a fake `agent.redact` (Hermes 0.19 API) to put on PYTHONPATH."""
-    folder = tmp_path / "fake-agent"
-    (folder / "agent").mkdir(parents=True)
-    (folder / "agent" / "__init__.py").write_text("")
-    (folder / "agent" / "redact.py").write_text(FAKE_AGENT_REDACT)
-    return folder
+    return write_fake_agent(tmp_path / "fake-agent")

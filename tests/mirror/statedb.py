@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 from pathlib import Path
@@ -47,14 +48,14 @@ class StateDB:
 
     def session(self, session_id: str, started_at: float, title: str | None = None,
                 source: str = "cli") -> None:
-        with sqlite3.connect(self.path) as db:
+        with contextlib.closing(sqlite3.connect(self.path)) as db, db:
             db.execute("INSERT INTO sessions (id, source, started_at, title, model, "
                        "message_count) VALUES (?, ?, ?, ?, 'stub-model', 0)",
                        (session_id, source, started_at, title))
 
     def message(self, session_id: str, role: str, content: str | None, when: float,
                 tool_calls: list | None = None, active: int = 1) -> None:
-        with sqlite3.connect(self.path) as db:
+        with contextlib.closing(sqlite3.connect(self.path)) as db, db:
             db.execute("INSERT INTO messages (session_id, role, content, tool_calls, "
                        "timestamp, active, api_content) VALUES (?, ?, ?, ?, ?, ?, ?)",
                        (session_id, role, content, json.dumps(tool_calls) if tool_calls

@@ -4,7 +4,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.discord_server import DiscordServer
 
 from roam_core.mirror import config as mirror_config
 from roam_core.mirror import redact
@@ -12,6 +11,7 @@ from roam_core.secrets import reader
 from roam_core.types import PluginContext
 from roam_sink_discord.client import DiscordClient
 from roam_sink_discord.sink import DiscordSink
+from support.discord_server import DiscordServer
 
 TOKEN = "MTIzNDU2Nzg5MDEyMzQ1Njc4.GAbCdE.test-token-not-real-0123456789"
 CHANNEL = "100000000000000001"

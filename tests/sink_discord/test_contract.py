@@ -6,10 +6,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.discord_server import DiscordServer
 
 from roam_core.testing.sink_contract import SinkContract
 from roam_sink_discord.sink import DiscordSink
+from support.discord_server import DiscordServer
 
 from .conftest import TOKEN, make_sink
 

@@ -4,13 +4,13 @@ import json
 from pathlib import Path
 
 import pytest
-from support.discord_server import DiscordServer
 
 from roam_core.mirror.events import TurnEvent, make_live_event
 from roam_core.mirror.sink import SinkRejected, SinkRetry, SinkTerminal
 from roam_core.types import PluginContext
 from roam_sink_discord.sink import DiscordSink, nonce_for
 from roam_sink_discord.threads import ThreadMap
+from support.discord_server import DiscordServer
 
 from .conftest import CHANNEL, TOKEN, make_sink, settings
 

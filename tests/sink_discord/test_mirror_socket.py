@@ -14,14 +14,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.discord_server import DiscordServer
 
-from conftest import roam_env
 from roam_core.mirror import sender
 from roam_core.mirror.events import make_live_event
 from roam_core.mirror.hermes_hook import on_post_llm_call
 from roam_core.mirror.spool import Spool
 from roam_core.mirror.status import mirror_status
+from support.cli import roam_env
+from support.discord_server import DiscordServer
 
 from .conftest import write_config
 

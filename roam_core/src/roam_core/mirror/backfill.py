@@ -21,7 +21,7 @@ from roam_core.errors import UserError
 from roam_core.home import Home
 from roam_core.mirror.config import enabled_sinks, settings_for
 from roam_core.mirror.events import TurnEvent, backfill_event_id
-from roam_core.mirror.redact import RedactionUnavailable, redact_event
+from roam_core.mirror.redact import RedactionUnavailable, redact_event, redact_text
 from roam_core.mirror.spool import Spool
 from roam_core.mirror.statedb import open_readonly, profile_home
 
@@ -91,6 +91,10 @@ def backfill(home: Home, session: str | None = None, since: float | None = None,
     if not enabled_sinks(settings_for(home.root)):
         raise UserError("the mirror is off; enable it with mirror_sinks: [discord] in roam's "
                         "settings first")
+    try:
+        redact_text("roam backfill probe")
+    except RedactionUnavailable as error:
+        raise UserError(f"cannot backfill: {error}; nothing was spooled") from None
     path = state_db or profile_home(home) / "state.db"
     spool = Spool(home.root)
     known = spool.known_turns()
