@@ -142,8 +142,8 @@ class DiscordClient:
                     headers={"Authorization": f"Bot {token}"})
             except httpx.HTTPError as error:
                 last_error = f"cannot reach Discord: {type(error).__name__}"
-                if attempt >= 2:
-                    break
+                if isinstance(error, httpx.ConnectError) or attempt >= 2:
+                    break  # refused or unresolvable: the spool's backoff waits, not us
                 self.sleep(0.5 * 2 ** attempt)
                 continue
             body = self._json(response)

@@ -33,24 +33,27 @@ def _text(value: Any) -> str:
 
 def on_post_llm_call(**kwargs: Any) -> None:
     """Spool the finished turn for the mirror; never raises, returns in milliseconds."""
+    started = time.perf_counter()
     try:
-        _spool_turn(kwargs)
+        if _spool_turn(kwargs):
+            log.info("roam mirror: turn spooled in %.1f ms",
+                     (time.perf_counter() - started) * 1000)
     except Exception as error:  # a turn must never fail because of the mirror
         log.warning("roam mirror: could not spool a turn: %s: %s", type(error).__name__,
                     str(error).splitlines()[0] if str(error) else "")
 
 
-def _spool_turn(kwargs: dict[str, Any]) -> None:
+def _spool_turn(kwargs: dict[str, Any]) -> bool:
     from roam_core.home import resolve_home
     from roam_core.mirror.config import enabled_sinks, settings_for
 
     home = resolve_home()
     if not enabled_sinks(settings_for(home.root)):
-        return
+        return False
     session_id = str(kwargs.get("session_id") or "").strip()
     reply = _text(kwargs.get("assistant_response"))
     if not session_id or not reply.strip():
-        return
+        return False
 
     from roam_core.mirror import sender
     from roam_core.mirror.events import make_live_event
@@ -77,3 +80,4 @@ def _spool_turn(kwargs: dict[str, Any]) -> None:
         log.warning("roam mirror: turn held unsent: %s", error)
     Spool(home.root).append(event)
     sender.ensure_started(home.root)
+    return True
