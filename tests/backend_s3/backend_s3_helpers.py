@@ -6,11 +6,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from support.s3_servers import S3Server
-
 from roam_core.manager import get_manager
 from roam_core.storage import Backend
 from roam_core.types import PluginContext
+from support.s3_servers import S3Server
 
 
 def open_backend(settings: dict[str, Any], secret: Callable[[str], str | None],

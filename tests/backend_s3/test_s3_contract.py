@@ -6,10 +6,10 @@ from collections.abc import Callable
 
 import pytest
 from backend_s3_helpers import server_backend
-from support.s3_servers import MOTO_SECRET_KEY, SEAWEED_ACCESS_KEY, SEAWEED_SECRET_KEY, S3Server
 
 from roam_core.storage import Backend
 from roam_core.testing.contract import BackendContract
+from support.s3_servers import MOTO_SECRET_KEY, SEAWEED_ACCESS_KEY, SEAWEED_SECRET_KEY, S3Server
 
 pytest_plugins = ("support.s3_servers",)
 

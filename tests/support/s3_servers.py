@@ -263,7 +263,8 @@ def seaweedfs_server(access_key_id: str = "roam-test-key",
     ports = dict(zip(names, free_ports(len(names)), strict=True))
     argv = [weed_binary(), "mini", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
             "-admin.ui=false", "-webdav=false", "-s3.port.iceberg=0", "-s3.port.lance=0",
-            "-master.telemetry=false", f"-filer.localSocket={directory}/filer.sock",
+            "-master.telemetry=false", "-s3.autoCreateBucket=false",
+            f"-filer.localSocket={directory}/filer.sock",
             f"-s3.localSocket={directory}/s3.sock",
             *(f"-{name}={port}" for name, port in ports.items())]
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}

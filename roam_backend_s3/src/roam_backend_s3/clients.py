@@ -57,17 +57,41 @@ def fit(remaining: float | None) -> Timeouts:
                     attempts=attempts)
 
 
+_loader: Any = None
+_loader_lock = threading.Lock()
+
+
+def _shared_loader() -> Any:
+    """The botocore data loader every backend shares.
+
+    Parsing S3's service model once per process, not per instance, makes opening a backend
+    three to four times cheaper (the race tests open sixteen).
+    """
+    global _loader
+    with _loader_lock:
+        if _loader is None:
+            from botocore.loaders import create_loader
+
+            _loader = create_loader()
+        return _loader
+
+
 class ClientPool:
     """Thread-safe source of S3 clients for one backend instance."""
 
     def __init__(self, settings: S3Settings, credentials: Credentials | None) -> None:
         import boto3.session
+        import botocore.session
 
         self.settings = settings
+        core = botocore.session.get_session()
+        core.register_component("data_loader", _shared_loader())
         if credentials is None:
-            self._session = boto3.session.Session(region_name=settings.region)
+            self._session = boto3.session.Session(botocore_session=core,
+                                                  region_name=settings.region)
         else:
             self._session = boto3.session.Session(
+                botocore_session=core,
                 aws_access_key_id=credentials.access_key_id,
                 aws_secret_access_key=credentials.secret_access_key,
                 aws_session_token=credentials.session_token,
