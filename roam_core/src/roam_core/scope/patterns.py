@@ -126,6 +126,12 @@ class Glob:
     segments: tuple[str, ...] = field(init=False)
     directory: bool = field(init=False)
     _regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    #: folder segments → automaton states there; a walk asks about every folder, and each
+    #: answer is one step from its parent's (without it a large home's walk took seconds)
+    _states: dict[tuple[str, ...], frozenset[int]] = field(
+        init=False, repr=False, compare=False, default_factory=dict)
+    _relations: dict[frozenset[int], Relation] = field(
+        init=False, repr=False, compare=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         segments, directory = split_pattern(self.pattern)
@@ -143,17 +149,34 @@ class Glob:
 
     def relation(self, dir_segments: tuple[str, ...]) -> Relation:
         """Whether this pattern matches none, some or all paths strictly below a directory."""
-        states = self._closure({0})
-        for name in dir_segments:
-            states = self._closure(self._step(states, name))
-            if not states:
-                return Relation.NONE
-        size = len(self.segments)
-        if any(_covers_every_suffix(self.segments[state:]) for state in states):
-            return Relation.COVERS
-        if any(state < size for state in states):
-            return Relation.MAYBE
-        return Relation.NONE
+        states = self._states_below(dir_segments)
+        if not states:
+            return Relation.NONE
+        found = self._relations.get(states)
+        if found is None:
+            size = len(self.segments)
+            if any(_covers_every_suffix(self.segments[state:]) for state in states):
+                found = Relation.COVERS
+            elif any(state < size for state in states):
+                found = Relation.MAYBE
+            else:
+                found = Relation.NONE
+            self._relations[states] = found
+        return found
+
+    def _states_below(self, dir_segments: tuple[str, ...]) -> frozenset[int]:
+        found = self._states.get(dir_segments)
+        if found is None:
+            if not dir_segments:
+                found = frozenset(self._closure({0}))
+            else:
+                parent = self._states_below(dir_segments[:-1])
+                found = frozenset(self._closure(self._step(set(parent), dir_segments[-1]))
+                                  if parent else ())
+            if len(self._states) > 65536:
+                self._states.clear()  # bounded: a cache, not a record
+            self._states[dir_segments] = found
+        return found
 
     def _closure(self, states: set[int]) -> set[int]:
         result = set(states)
