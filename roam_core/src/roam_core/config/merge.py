@@ -30,8 +30,16 @@ from roam_core.config.yamlio import dump_plain, dump_round_trip, load_mapping, r
 
 
 class _Missing:
+    """The absence of a key (distinct from a null value); copies stay the one sentinel."""
+
     def __repr__(self) -> str:
         return "MISSING"
+
+    def __copy__(self) -> _Missing:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Missing:
+        return self
 
 
 MISSING: Any = _Missing()

@@ -17,7 +17,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -29,8 +28,7 @@ MANIFEST = ".bundled_manifest"
 HUB_LOCK = (".hub", "lock.json")
 #: How deep below `skills/` a SKILL.md may sit (Hermes uses `<category>/<skill>/SKILL.md`).
 MAX_SKILL_DEPTH = 4
-MAX_SKILL_MD_BYTES = 1024 * 1024
-_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+FRONT_MATTER_CHARS = 4000
 
 
 @dataclass(frozen=True)
@@ -78,20 +76,28 @@ def read_manifest(path: Path) -> dict[str, str]:
 
 
 def skill_name(skill_md: Path) -> str:
-    """The front-matter `name:` of a SKILL.md, else its folder's name (as Hermes does)."""
-    try:
-        if skill_md.stat().st_size <= MAX_SKILL_MD_BYTES:
-            match = _FRONT_MATTER.match(skill_md.read_text(encoding="utf-8"))
-            if match:
-                import yaml
+    """The front-matter `name:` of a SKILL.md, else its folder's name, read as Hermes reads it.
 
-                meta = yaml.safe_load(match.group(1))
-                if isinstance(meta, dict) and isinstance(meta.get("name"), str):
-                    return str(meta["name"]).strip()
-    except (OSError, UnicodeDecodeError, ValueError, ImportError):
-        pass
-    except Exception as error:  # a malformed front matter must not stop classification
-        log.debug("cannot read %s: %s", skill_md, error)
+    Hermes (tools/skills_sync.py `_read_skill_name`) scans the first 4000 characters line by
+    line: the first `name:` between the `---` markers, stripped of spaces and quotes.
+    """
+    try:
+        with skill_md.open(encoding="utf-8", errors="replace") as handle:
+            content = handle.read(FRONT_MATTER_CHARS)
+    except OSError:
+        return skill_md.parent.name
+    inside = False
+    for line in content.split("\n"):
+        stripped = line.strip()
+        if stripped == "---":
+            if inside:
+                break
+            inside = True
+            continue
+        if inside and stripped.startswith("name:"):
+            value = stripped.split(":", 1)[1].strip().strip("\"'")
+            if value:
+                return value
     return skill_md.parent.name
 
 
@@ -144,7 +150,7 @@ def hub_skills(home: Path, prefix: str = "") -> list[PinnedSkill]:
     except FileNotFoundError:
         return []
     except (OSError, UnicodeDecodeError, ValueError) as error:
-        log.warning("roam: ignoring unreadable %s: %s", lock, error)
+        log.warning("ignoring unreadable %s: %s", lock, error)
         return []
     installed = data.get("installed") if isinstance(data, dict) else None
     if not isinstance(installed, dict):
