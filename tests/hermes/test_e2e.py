@@ -208,3 +208,47 @@ def test_tools_in_a_real_turn(fleet: Any, stub_model: StubModel) -> None:
     status = _tool_result(stub_model, mark, "roam_status")
     assert status["ok"] is True and status["remote_ahead"] is False
     assert status["result"]["reachable"] is True
+
+
+INSIDE_HERMES = r"""
+import json
+from hermes_cli.plugins import discover_plugins, get_plugin_manager
+discover_plugins()
+manager = get_plugin_manager()
+loaded = manager._plugins["roam"]
+handler = manager._plugin_commands["roam"]["handler"]
+# Hermes has not loaded the home's .env yet: roam must not read it by itself.
+before_env = handler("status")
+from hermes_cli.env_loader import load_hermes_dotenv
+load_hermes_dotenv()
+from tools.registry import registry
+print(json.dumps({
+    "enabled": loaded.enabled, "error": loaded.error,
+    "description": loaded.manifest.description, "version": loaded.manifest.version,
+    "hooks": sorted(loaded.hooks_registered), "tools": sorted(loaded.tools_registered),
+    "skills": sorted(manager._plugin_skills),
+    "registry": sorted(n for n in ("roam_status", "roam_push", "roam_pull")
+                       if registry.get_entry(n) is not None),
+    "help": handler(""), "auto": handler("auto"), "bad": handler("auto on"),
+    "status": handler("status"), "before_env": before_env,
+}))
+"""
+
+
+def test_inside_hermes_registrations_and_slash_handler(fleet: Any) -> None:
+    home = fleet("inside")
+    ok(home.roam("init", "--create-remote"))
+    result = ok(home.hermes_python("-c", INSIDE_HERMES))
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    assert seen["enabled"] is True and seen["error"] is None
+    assert seen["version"] == "0.1.0" and "never uploaded" in seen["description"]
+    assert seen["hooks"] == sorted(["on_session_start", "pre_llm_call", "post_llm_call",
+                                    "on_session_end", "on_session_finalize"])
+    assert seen["tools"] == seen["registry"] == ["roam_pull", "roam_push", "roam_status"]
+    assert seen["skills"] == ["roam:roam-setup"]
+    assert "/roam pull apply" in seen["help"]
+    assert "auto_push: no" in seen["auto"]
+    assert seen["bad"].startswith("roam: /roam auto takes no further words")
+    assert "ROAM_ARCHIVE_KEY" in seen["before_env"] and "(exit 1)" in seen["before_env"]
+    assert "reachable: yes" in seen["status"] and "remote_ahead: no" in seen["status"]
+    assert "│" not in seen["status"] and "  " not in seen["status"]

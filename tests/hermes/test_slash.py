@@ -65,7 +65,7 @@ def test_everything_else_is_rejected_before_running(
 
 
 def test_resolve_argv_uses_json_where_the_verb_has_it() -> None:
-    def words(raw: str) -> list[str]:
+    def words(raw: str) -> list[str] | None:
         plan = slash.plan(raw)
         assert plan is not None
         return slash.resolve_argv(plan)
@@ -77,7 +77,16 @@ def test_resolve_argv_uses_json_where_the_verb_has_it() -> None:
     assert words("history") == ["history", "--json"]
     assert words("diff") == ["diff"]          # people read these as text
     assert words("doctor") == ["doctor"]
-    assert words("sessions")[0] == "sessions"
+    sessions = words("sessions")
+    assert sessions is None or sessions[0] == "sessions"
+
+
+def test_a_verb_this_installation_lacks(monkeypatch: pytest.MonkeyPatch) -> None:
+    import roam_core.cli.main as cli_main
+
+    monkeypatch.setattr(cli_main, "COMMAND_MODULES", ("listing",))
+    assert slash.handle("sessions") == ("roam: /roam sessions is not available in this roam "
+                                        "installation")
 
 
 def _result(code: int = 0, stdout: str = "", error: str = "") -> VerbResult:
@@ -101,6 +110,7 @@ def test_render_dict_and_errors() -> None:
     text = slash.render(plan, _result(stdout='{"dirty": 2, "remote_ahead": true, '
                                              '"changes": {"added": ["a"]}, "error": null}'))
     assert "dirty: 2" in text and "remote_ahead: yes" in text and "error: -" in text
+    assert "changes: added=1" in text
     assert "  " not in text
     failed = slash.render(plan, _result(code=1, error="remote unreachable: boom"))
     assert failed == "roam: remote unreachable: boom"

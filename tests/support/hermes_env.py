@@ -74,7 +74,7 @@ PACKAGES = ("roam_core", "roam_backend_local", "roam_backend_s3", "roam_backend_
 #: Building the venv downloads hermes-agent and its dependencies on a cold cache.
 BUILD_TIMEOUT = 900
 #: Keyed venvs older than this (unused) are removed when a new one is built.
-STALE_SECONDS = 14 * 24 * 3600
+STALE_SECONDS = 24 * 3600
 
 
 def cache_root() -> Path:
@@ -225,6 +225,15 @@ class HermesHome:
     def chat(self, prompt: str, **kw: Any) -> subprocess.CompletedProcess[str]:
         """One agent turn with `hermes chat -q … -Q` (fires on_session_finalize at exit)."""
         return self.hermes("chat", "-q", prompt, "-Q", **kw)
+
+    def hermes_python(self, *args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
+        """The Hermes environment's Python, in this home (to drive Hermes in-process)."""
+        started = time.monotonic()
+        result = subprocess.run([str(self.venv.python), *args], capture_output=True, text=True,
+                                timeout=kw.get("timeout", 180), cwd=self.workdir,
+                                env=kw.get("env") or self.env())
+        self.timings.append((("python", *args[:1]), time.monotonic() - started))
+        return result
 
     def roam(self, *args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
         """`hermes roam ARGS…`: the roam CLI mounted inside Hermes."""

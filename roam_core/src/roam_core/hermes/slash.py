@@ -94,12 +94,17 @@ def _find(parser: argparse.ArgumentParser, words: Sequence[str]) -> \
     return parser
 
 
-def resolve_argv(slash: SlashPlan) -> list[str]:
-    """The CLI words for a form: `sessions` lists, and `--json` where the verb has it."""
+def resolve_argv(slash: SlashPlan) -> list[str] | None:
+    """The CLI words for a form: `sessions` lists, and `--json` where the verb has it.
+
+    None when this installation has no such verb (an optional part is not installed).
+    """
     from roam_core.cli.main import build_parser
 
     root = build_parser()
     argv = list(slash.argv)
+    if _find(root, argv[:1]) is None:
+        return None
     if argv == ["sessions"] and _find(root, ["sessions", "list"]) is not None:
         argv = ["sessions", "list"]
     verb = _find(root, argv[:2]) or _find(root, argv[:1])
@@ -120,7 +125,10 @@ def handle(raw: str) -> str:
         return f"roam: {problem}\n{USAGE}"
     if slash is None:
         return HELP
-    result = run_verb(resolve_argv(slash), home=current_home().root)
+    argv = resolve_argv(slash)
+    if argv is None:
+        return f"roam: /roam {slash.title} is not available in this roam installation"
+    result = run_verb(argv, home=current_home().root)
     return redact(render(slash, result))
 
 
@@ -153,8 +161,8 @@ def _scalar(value: Any) -> str:
 
 def _inline(value: Any, width: int = 160) -> str:
     if isinstance(value, dict):
-        parts = [f"{k}={_scalar(v)}" for k, v in value.items()
-                 if not isinstance(v, (dict, list))]
+        parts = [f"{k}={len(v) if isinstance(v, list) else _scalar(v)}"
+                 for k, v in value.items() if not isinstance(v, dict)]
         text = ", ".join(parts) or f"{len(value)} field(s)"
     elif isinstance(value, list):
         text = ", ".join(_inline(v, 40) for v in value[:5]) + (" …" if len(value) > 5 else "")
