@@ -144,6 +144,13 @@ def test_auto_push_happens_after_a_turn(fleet: Any) -> None:
     ok(a.roam("init", "--create-remote"))
     switched = ok(a.roam("auto", "on"))
     assert "auto sync on" in switched.stdout
+    # Inside a profile, HERMES_HOME is the profile home; roam maps it to the root, and
+    # switching auto sync is refused there.
+    ok(a.hermes("profile", "create", "work", "--clone", "--no-alias"))
+    from_profile = a.hermes("-p", "work", "roam", "auto", "off")
+    assert from_profile.returncode == 1 and "root home" in from_profile.stderr
+    assert json.loads(ok(a.hermes("-p", "work", "roam", "auto", "status", "--json"))
+                      .stdout)["auto_push"] is True
     ok(a.roam("config", "set", "push_debounce_seconds", "0"))
     write(a, "memories/MEMORY.md", "written before the turn\n")
     ok(a.chat("remember this"))
