@@ -91,7 +91,10 @@ class _Handler(BaseHTTPRequestHandler):
         for key, value in (headers or {}).items():
             self.send_header(key, value)
         self.end_headers()
-        self.wfile.write(data)
+        try:
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client was killed while we held its answer
 
     def _handle(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
