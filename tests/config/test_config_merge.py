@@ -146,6 +146,16 @@ toolsets: [hermes-cli, web]
     assert "desktopsecret" not in forced.accepted_projection
 
 
+def test_a_local_home_path_value_is_never_replaced() -> None:
+    local = "notes: /home/alice/notes   # mine\nskin: mono\n"
+    remote = proj("notes: ~/notes\nskin: mono\n")
+    assert remote == "notes: ~/notes\nskin: mono\n"
+    for base in (None, proj(local)):
+        result = merge_config(local, base, remote, overwrite_conflicts=True)
+        assert meaning(result.text)["notes"] == "/home/alice/notes", base
+        assert result.remote_applied == [] and not result.changed
+
+
 def test_device_host_keys_are_kept_local() -> None:
     base = proj(LOCAL)
     remote = proj(edit(LOCAL, "skin: mono", "skin: nord"))

@@ -82,6 +82,35 @@ def test_default_classification(model: ScopeModel, rel: str, expected: Scope) ->
     assert reason
 
 
+#: Never-synced classes inside folders that are otherwise shared: the rules, not the
+#: allowlist default, must be what keeps these out.
+NEVER_INSIDE_SHARED = [
+    "memories/memory_store.db", "memories/MEMORY.md.db-wal", "memories/x.sqlite3",
+    "memories/MEMORY.md.lock", "memories/.mem_abc.tmp", "memories/MEMORY.md.bak",
+    "memories/USER.md.before-merge", "skills/a/b/run.pid", "skills/a/b/.git/HEAD",
+    "skills/a/b/venv/bin/python", "skills/a/b/.venv/x", "skills/a/b/site-packages/x.py",
+    "skills/a/b/node_modules/x.js", "skills/a/b/__pycache__/m.pyc", "skills/a/b/m.pyc",
+    "skills/a/b/.DS_Store", "skills/a/b/.SKILL.md.swp", "skills/.hub/lock.json",
+    "skills/a/b/.env", "skills/a/b/id_ed25519", "skills/a/b/cert.pem", "skills/a/b/tls.key",
+    "skins/.netrc", "skills/a/b/credentials.json", "skills/a/b/auth.json.1",
+]
+
+
+@pytest.mark.parametrize("rel", [*NEVER_INSIDE_SHARED,
+                                 *(f"profiles/p/{rel}" for rel in NEVER_INSIDE_SHARED)])
+def test_never_classes_hold_inside_shared_folders(model: ScopeModel, rel: str) -> None:
+    scope, reason = model.explain(rel)
+    assert scope is X, reason
+    assert "allowlist" not in reason
+
+
+@pytest.mark.parametrize("rel", ["state.db", "sessions/s.jsonl", "logs/agent.log", ".env",
+                                 "plugins/p/__init__.py", "cache/x", "gateway.pid",
+                                 "profiles/p/home/x", "channel_directory.json"])
+def test_never_classes_are_named_by_their_rule(model: ScopeModel, rel: str) -> None:
+    assert "allowlist" not in model.explain(rel)[1]
+
+
 def test_profile_class_is_never_looser_than_top_level(model: ScopeModel) -> None:
     for rel, _scope in HOME_TABLE:
         top = model.classify(rel)
