@@ -218,7 +218,7 @@ class Sender:
         if event.title:
             return event
         from roam_core.home import Home
-        from roam_core.mirror.redact import redact_text
+        from roam_core.mirror.redact import literal_secrets, redact_text
         from roam_core.mirror.statedb import profile_home, session_meta
 
         title, _source = session_meta(profile_home(Home(self.root, event.profile)),
@@ -226,7 +226,7 @@ class Sender:
         if not title:
             return event
         try:
-            return event.with_text(title=redact_text(title))
+            return event.with_text(title=redact_text(title, literal_secrets(self.root)))
         except RedactionUnavailable:
             return event
 
