@@ -245,12 +245,13 @@ class S3Backend(Backend):
 
     def create_remote(self) -> None:
         try:
-            self._request("HeadBucket")
+            # ListObjectsV2 rather than HeadBucket: a HEAD answer has no body, so a wrong
+            # secret and a missing permission would both be a bare 403.
+            self._request("ListObjectsV2", Prefix=self.settings.key("refs") + "/", MaxKeys=1)
             return
         except ERRORS as error:
-            code, status = client_error_code(error)
-            if status != 404 and code not in ("NoSuchBucket", "404", "NotFound"):
-                raise self._failure(error, "HeadBucket") from None
+            if client_error_code(error)[0] != "NoSuchBucket":
+                raise self._failure(error, "ListObjectsV2") from None
         params: dict[str, Any] = {}
         region = self.settings.region
         if region and region not in ("us-east-1", "auto"):

@@ -1,4 +1,4 @@
-"""`roam doctor` rows for S3: may these credentials reach, list, read and write the bucket.
+"""`roam doctor` rows for S3: may these credentials list, read and write the bucket.
 
 Nothing is written: the write check is a PUT with an `If-Match` that can never hold, which S3
 authorises before it evaluates the condition, so "403" means the permission is missing and
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from roam_backend_s3.errors import client_error_code
+from roam_backend_s3.errors import CredentialsRefused, client_error_code
 from roam_core.errors import BackendError, RoamError, TransientBackendError
 
 if TYPE_CHECKING:
@@ -25,17 +25,17 @@ class _BucketMissing(BackendError):
 
 
 def run_checks(backend: S3Backend) -> list[Row]:
-    """Each check as a row; once the endpoint or the bucket is missing, the rest are skipped."""
-    checks = [("s3 bucket", _bucket), ("s3 list", _list), ("s3 read", _read),
-              ("s3 write", _write)]
+    """Each check as a row; after a failure that blocks every check, the rest are skipped."""
+    checks = [("s3 bucket", _bucket), ("s3 read", _read), ("s3 write", _write)]
     rows: list[Row] = []
     for name, check in checks:
         try:
             rows.append((name, True, check(backend)))
-        except (TransientBackendError, _BucketMissing) as failure:
+        except (TransientBackendError, _BucketMissing, CredentialsRefused) as failure:
             rows.append((name, False, str(failure)))
             why = ("the endpoint did not answer" if isinstance(failure, TransientBackendError)
-                   else "the bucket does not exist")
+                   else "the credentials were refused"
+                   if isinstance(failure, CredentialsRefused) else "the bucket does not exist")
             rows.extend((later, False, f"skipped: {why}") for later, _check in checks[len(rows):])
             break
         except RoamError as failure:
@@ -53,7 +53,7 @@ def _call(backend: S3Backend, operation: str, ok_statuses: tuple[int, ...] = (),
     except ERRORS as error:
         code, status = client_error_code(error)
         failure = backend._failure(error, operation)
-        if code == "NoSuchBucket" or (operation == "HeadBucket" and status == 404):
+        if code == "NoSuchBucket":
             raise _BucketMissing(str(failure)) from None
         if status in ok_statuses:
             return status
@@ -62,14 +62,12 @@ def _call(backend: S3Backend, operation: str, ok_statuses: tuple[int, ...] = (),
 
 
 def _bucket(backend: S3Backend) -> str:
-    _call(backend, "HeadBucket")
-    return f"bucket {backend.settings.bucket} answers at {backend.settings.host}"
-
-
-def _list(backend: S3Backend) -> str:
+    # A listing rather than HeadBucket: its error answers carry a code (a wrong secret and a
+    # missing permission are told apart), and it checks s3:ListBucket at the same time.
     prefix = f"{backend.settings.prefix}/" if backend.settings.prefix else ""
     _call(backend, "ListObjectsV2", Prefix=prefix, MaxKeys=1)
-    return "may list objects (s3:ListBucket)"
+    return (f"bucket {backend.settings.bucket} answers at {backend.settings.host} and may be "
+            "listed (s3:ListBucket)")
 
 
 def _read(backend: S3Backend) -> str:

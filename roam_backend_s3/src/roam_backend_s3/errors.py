@@ -11,6 +11,11 @@ from typing import Any
 from roam_core import deadline as _deadline
 from roam_core.errors import BackendError, DeadlineExceeded, RoamError, TransientBackendError
 
+
+class CredentialsRefused(BackendError):
+    """The server did not accept the credentials (wrong key, wrong secret, expired token)."""
+
+
 #: Codes that mean "the server did not accept who you are".
 CREDENTIAL_CODES = {
     "InvalidAccessKeyId": "unknown access key; check ROAM_S3_ACCESS_KEY_ID",
@@ -105,13 +110,17 @@ def _client_error(error: Any, operation: str, bucket: str, where: str) -> RoamEr
     if code in CREDENTIAL_CODES or status == 401:
         hint = CREDENTIAL_CODES.get(code, "check ROAM_S3_ACCESS_KEY_ID and "
                                     "ROAM_S3_SECRET_ACCESS_KEY")
-        return BackendError(f"S3 refused the credentials ({code or status}) for bucket "
+        return CredentialsRefused(f"S3 refused the credentials ({code or status}) for bucket "
                             f"{bucket} at {where}: {hint}")
     if code in ("AccessDenied", "AllAccessDisabled") or status == 403:
         permission = PERMISSIONS.get(operation, "the needed permission")
+        if not code:
+            # A HEAD answer has no body: a wrong secret and a missing permission look alike.
+            return BackendError(f"S3 refused {operation} on bucket {bucket} at {where} (403): "
+                                f"wrong credentials, or they lack {permission}")
         return BackendError(f"S3 denied {operation} on bucket {bucket} at {where} "
-                            f"({code or status}): the credentials lack {permission}")
-    if code == "NoSuchBucket" or (status == 404 and operation in ("HeadBucket",)):
+                            f"({code}): the credentials lack {permission}")
+    if code == "NoSuchBucket" or (status == 404 and operation == "HeadBucket"):
         return BackendError(f"S3 bucket {bucket} does not exist at {where}: run "
                             "`roam init --create-remote` or create the bucket")
     if code in REGION_CODES or status == 301:
