@@ -116,3 +116,17 @@ def test_push_conflict_is_json(monkeypatch: pytest.MonkeyPatch,
     answer = json.loads(tools.roam_push({}))
     assert answer == {"ok": False, "exit_code": 2, "conflict": True, "error": "remote ahead",
                       "advice": "The remote is ahead: pull first, or ask the user."}
+
+
+def test_a_profile_home_uses_the_root_setting(calls: list[list[str]],
+                                              make_home: Callable[..., Path],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    root = make_home("a", allow_agent_apply=True)
+    profile = root / "profiles" / "work"
+    profile.mkdir(parents=True)
+    (profile / "config.yaml").write_text(
+        "plugins:\n  entries:\n    roam:\n      settings:\n        allow_agent_apply: false\n")
+    monkeypatch.setenv("HERMES_HOME", str(profile))
+    answer = json.loads(tools.roam_pull({"apply": True}))
+    assert "refused" not in answer
+    assert calls == [["pull", "--json", "--apply"]]

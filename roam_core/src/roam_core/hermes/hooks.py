@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 log = logging.getLogger("roam.hermes")
@@ -36,7 +37,7 @@ def guarded(name: str, body: Callback) -> Callback:
     return callback
 
 
-def _root() -> Any:
+def _root() -> Path:
     from roam_core.hermes.host import current_home
 
     return current_home().root

@@ -37,18 +37,23 @@ def hermes_version() -> str:
         return ""
 
 
-def current_home() -> Home:
-    """The home Hermes is running in (a profile maps up to its root).
+def hermes_home_dir() -> Path:
+    """The home Hermes is running in, as Hermes sees it (possibly a profile home).
 
     Hermes may set the home per context (`set_hermes_home_override`) rather than in the
-    environment, so ask Hermes first and fall back to `$HERMES_HOME`.
+    environment, so ask Hermes first and fall back to `$HERMES_HOME`, then `~/.hermes`.
     """
     try:
         from hermes_constants import get_hermes_home
 
-        return resolve_home(str(get_hermes_home()))
+        return Path(get_hermes_home())
     except Exception:
-        return resolve_home(os.environ.get("HERMES_HOME"))
+        return Path(os.environ.get("HERMES_HOME") or "~/.hermes").expanduser()
+
+
+def current_home() -> Home:
+    """The resolved home: a profile home maps up to its root, keeping the profile's name."""
+    return resolve_home(str(hermes_home_dir()))
 
 
 def hermes_secret(name: str) -> str | None:

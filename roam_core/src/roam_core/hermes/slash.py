@@ -117,7 +117,7 @@ def resolve_argv(slash: SlashPlan) -> list[str] | None:
 
 def handle(raw: str) -> str:
     """The /roam handler Hermes calls with the raw words; always returns text."""
-    from roam_core.hermes.host import current_home, redact
+    from roam_core.hermes.host import hermes_home_dir, redact
 
     try:
         slash = plan(raw or "")
@@ -128,7 +128,7 @@ def handle(raw: str) -> str:
     argv = resolve_argv(slash)
     if argv is None:
         return f"roam: /roam {slash.title} is not available in this roam installation"
-    result = run_verb(argv, home=current_home().root)
+    result = run_verb(argv, home=hermes_home_dir())
     return redact(render(slash, result))
 
 

@@ -82,10 +82,10 @@ def _dump(document: dict[str, Any]) -> str:
     return redact(json.dumps(document, sort_keys=True, default=str))
 
 
-def _root() -> Path:
-    from roam_core.hermes.host import current_home
+def _home() -> Path:
+    from roam_core.hermes.host import hermes_home_dir
 
-    return current_home().root
+    return hermes_home_dir()
 
 
 def _flag(args: dict[str, Any] | None, name: str) -> bool:
@@ -110,19 +110,20 @@ def _result(result: VerbResult, **extra: Any) -> dict[str, Any]:
     return document
 
 
-def agent_apply_allowed(root: Path) -> bool:
-    """`allow_agent_apply: true` in the root config; False when unset or unreadable."""
+def agent_apply_allowed(home: Path) -> bool:
+    """`allow_agent_apply: true` in the ROOT config; False when unset or unreadable."""
+    from roam_core.home import resolve_home
     from roam_core.settings import load_settings
 
     try:
-        return load_settings(root).get("allow_agent_apply") is True
+        return load_settings(resolve_home(home).root).get("allow_agent_apply") is True
     except Exception:
         return False
 
 
 def roam_status(args: dict[str, Any] | None = None, **_: Any) -> str:
     """Tool handler: `roam status --json`."""
-    result = run_verb(["status", "--json"], home=_root())
+    result = run_verb(["status", "--json"], home=_home())
     if not result.ok and not result.conflict:
         return _dump(_result(result, remote_ahead=False, advice=UNREACHABLE_ADVICE))
     parsed = result.json()
@@ -137,7 +138,7 @@ def roam_push(args: dict[str, Any] | None = None, **_: Any) -> str:
         argv.append("--force")
     if _flag(args, "dry_run"):
         argv.append("--dry-run")
-    result = run_verb(argv, home=_root())
+    result = run_verb(argv, home=_home())
     extra = {"advice": "The remote is ahead: pull first, or ask the user."} \
         if result.conflict else {}
     return _dump(_result(result, **extra))
@@ -149,15 +150,15 @@ def roam_pull(args: dict[str, Any] | None = None, **_: Any) -> str:
     if overwrite and not apply:
         return _dump({"ok": False, "exit_code": 1,
                       "error": "overwrite_conflicts needs apply=true"})
-    root = _root()
-    if apply and not agent_apply_allowed(root):
+    home = _home()
+    if apply and not agent_apply_allowed(home):
         return _dump({"ok": False, "exit_code": 1, "refused": True,
                       "error": "roam_pull with apply=true is disabled (allow_agent_apply is "
                                "not true in roam's settings)",
                       "advice": REFUSAL_ADVICE})
     argv = ["pull", "--json"] + (["--apply"] if apply else []) + \
         (["--overwrite-conflicts"] if overwrite else [])
-    return _dump(_result(run_verb(argv, home=root)))
+    return _dump(_result(run_verb(argv, home=home)))
 
 
 HANDLERS = {"roam_status": roam_status, "roam_push": roam_push, "roam_pull": roam_pull}
