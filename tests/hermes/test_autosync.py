@@ -142,11 +142,15 @@ def test_auto_pull_takes_only_shared_prefixes_and_keeps_the_notice(
     ok(["pull", "--apply", "--overwrite-conflicts"], laptop)
     write(desk, "skills/notes/tidy/SKILL.md", "---\nname: tidy\n---\n")
     write(desk, "memories/MEMORY.md", "desk memory\n")
+    write(desk, "memories/USER.md", "desk user\n")
     write(desk, "skins/dark.yaml", "name: dark\n")
     ok(["push", "--json"], desk)
+    write(laptop, "memories/USER.md", "edited on the laptop\n")
     autosync.check_remote(laptop, pull=True)
     assert (laptop / "skills/notes/tidy/SKILL.md").exists()
     assert (laptop / "memories/MEMORY.md").read_text() == "desk memory\n"
+    # A local edit is never lost: memories merge by entry, the laptop's entry first.
+    assert (laptop / "memories/USER.md").read_text().startswith("edited on the laptop\n")
     assert not (laptop / "skins/dark.yaml").exists()       # not in the restricted set
     text = autosync.first_turn_context(laptop)
     assert text is not None
