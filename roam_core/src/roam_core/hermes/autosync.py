@@ -227,7 +227,8 @@ def changed_count(document: Any) -> int:
     """How many files a `pull --json` plan changed locally (added, changed or removed)."""
     if not isinstance(document, dict):
         return 0
-    plan = document.get("plan") if isinstance(document.get("plan"), dict) else document
+    plan: dict[str, Any] = document["plan"] if isinstance(document.get("plan"), dict) \
+        else document
     total = 0
     for key in ("added", "changed", "removed"):
         value = plan.get(key)

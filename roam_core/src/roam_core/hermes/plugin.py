@@ -11,6 +11,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 log = logging.getLogger("roam.hermes")
@@ -104,11 +105,11 @@ def register(ctx: Any) -> None:
         args_hint="status|push|pull|pull apply|diff|devices|sessions|auto|doctor|history"))
     for schema in tools.SCHEMAS:
         name = schema["name"]
-        _attempt(name, lambda schema=schema, name=name: ctx.register_tool(
-            name=name, toolset=tools.TOOLSET, schema=schema, handler=tools.HANDLERS[name],
-            description=schema["description"], emoji="🔄"))
+        _attempt(name, partial(ctx.register_tool, name=name, toolset=tools.TOOLSET,
+                               schema=schema, handler=tools.HANDLERS[name],
+                               description=schema["description"], emoji="🔄"))
     for hook, callback in hooks.callbacks().items():
-        _attempt(hook, lambda hook=hook, callback=callback: ctx.register_hook(hook, callback))
+        _attempt(hook, partial(ctx.register_hook, hook, callback))
     _attempt("the roam-setup skill", lambda: ctx.register_skill(
         "roam-setup", plugin_dir() / "skills" / "roam-setup" / "SKILL.md",
         description="Set up roam: archive key, backend, init, doctor, push and pull."))

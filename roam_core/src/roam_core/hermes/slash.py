@@ -174,10 +174,10 @@ def _inline(value: Any, width: int = 160) -> str:
 def json_lines(document: Any, limit: int = MAX_LINES) -> list[str]:
     """Render a JSON document as short `key: value` lines and `• item` bullets."""
     if isinstance(document, list):
-        lines = [f"• {_inline(item)}" for item in document[:limit]]
+        bullets = [f"• {_inline(item)}" for item in document[:limit]]
         if len(document) > limit:
-            lines.append(f"… {len(document) - limit} more")
-        return lines or ["(none)"]
+            bullets.append(f"… {len(document) - limit} more")
+        return bullets or ["(none)"]
     if not isinstance(document, dict):
         return [_scalar(document)]
     lines: list[str] = []
