@@ -9,9 +9,10 @@ notices once, on a session's first turn. Every verb takes the home lock itself a
 with `LockedError` when another roam command holds it; that is logged and skipped.
 
 Nothing here blocks a turn: the only wait is at `on_session_finalize` with reason
-`shutdown` (the process is about to exit), bounded by `FINALIZE_WAIT`, so a push started
-by the last turn of `hermes chat -q` can finish. `hermes -z` exits without that hook; a
-push it started is killed and left pending, and the next session says so.
+`shutdown` (the process is about to exit), bounded by `FINALIZE_WAIT` in all, so a push
+or check started by the last turn of `hermes chat -q` can finish. `hermes -z` exits
+without that hook; a push it started is killed and left pending, and the next session
+says so.
 """
 
 from __future__ import annotations
@@ -153,13 +154,15 @@ def push_now(root: Path) -> str:
 
 
 def finalize(root: Path, reason: str) -> None:
-    """At shutdown, give a running automatic push a bounded time to finish."""
+    """At shutdown, give running automatic work (push, remote check) a bounded time."""
     if reason != "shutdown":
         return
-    thread = jobs.push
-    if thread is not None and thread.is_alive():
-        log.info("roam: waiting up to %.0f s for the automatic push", FINALIZE_WAIT)
-        thread.join(FINALIZE_WAIT)
+    until = time.monotonic() + FINALIZE_WAIT
+    for thread in (jobs.push, jobs.check):
+        if thread is not None and thread.is_alive():
+            log.info("roam: waiting for the automatic %s to finish",
+                     thread.name.removeprefix("roam-auto-"))
+            thread.join(max(0.0, until - time.monotonic()))
 
 
 # -- session start: restricted pull, remote check, notices --------------------------------------
