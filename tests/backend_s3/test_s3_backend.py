@@ -11,7 +11,13 @@ from lossy_proxy import lossy_proxy
 
 from roam_backend_s3 import multipart
 from roam_backend_s3.backend import ERRORS, REF_MAGIC, S3Backend
-from roam_core.errors import IntegrityError, ObjectExists, ObjectNotFound, RefConflict
+from roam_core.errors import (
+    BackendError,
+    IntegrityError,
+    ObjectExists,
+    ObjectNotFound,
+    RefConflict,
+)
 from support.s3_servers import S3Server
 
 pytest_plugins = ("support.s3_servers",)
@@ -194,3 +200,14 @@ def test_multipart_whose_completion_answer_was_lost(s3_server: S3Server) -> None
         backend.put_new("packs/lost", payload)
         assert proxy.dropped
     assert server_backend(s3_server, bucket).get("packs/lost") == payload
+
+
+@pytest.mark.parametrize("key", ["", "data//double", "data/../up", "/abs", "data/"])
+def test_odd_keys_are_refused_not_mapped_onto_other_s3_keys(moto_s3: S3Server, key: str) -> None:
+    bucket = moto_s3.fresh_bucket()
+    backend = server_backend(moto_s3, bucket)
+    with pytest.raises(BackendError, match="invalid object key"):
+        backend.put_new(key, b"x")
+    with pytest.raises(BackendError, match="invalid ref name"):
+        backend.swap_ref("../HEAD", b"x", None)
+    assert _keys(moto_s3, bucket) == set()

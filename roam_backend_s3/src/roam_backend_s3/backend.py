@@ -29,7 +29,7 @@ from roam_core.errors import (
     RefConflict,
     RoamError,
 )
-from roam_core.storage import Backend
+from roam_core.storage import Backend, validate_key, validate_ref
 from roam_core.types import Capabilities
 
 #: Objects larger than this go up in parts (S3 caps a single PUT at 5 GiB; parts also keep
@@ -89,10 +89,11 @@ class S3Backend(Backend):
         return translate(error, name, self.settings.bucket, self.settings.host)
 
     def _object_key(self, key: str) -> str:
-        return self.settings.key("objects", key)
+        # Odd keys ("", "a//b", "../x") are refused rather than mapped onto other S3 keys.
+        return self.settings.key("objects", validate_key(key))
 
     def _ref_key(self, name: str) -> str:
-        return self.settings.key("refs", name)
+        return self.settings.key("refs", validate_ref(name))
 
     # -- objects -------------------------------------------------------------------------
 
