@@ -1,0 +1,140 @@
+"""roam against restic: one command, documented in bench/README.md.
+
+    python3 -m uv run --all-packages python bench/run.py [--quick] [--runs N] [--keep]
+
+Generates the synthetic homes (cached under the work directory), runs scenarios 1-6 side by
+side, and rewrites docs/benchmarks.md and docs/benchmarks.png. `--quick` runs the small home
+only (a smoke test of the harness, a few seconds of work) and writes to the work directory
+unless --out is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import measure
+import report
+from scenarios import Bench, Result
+from tools import Roam, ensure_restic
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def say(message: str) -> None:
+    print(f"bench: {message}", file=sys.stderr, flush=True)
+
+
+def bounds(results: list[Result], rates: dict[str, float]) -> list[str]:
+    """Each unmet target with the number that bounds it."""
+    python_sha = rates.get("python hashlib SHA-256 (4 MiB)", float("nan"))
+    machine_sha = rates.get("openssl speed SHA-256 (machine)", float("nan"))
+    why = {
+        "1": "the walk is Python: one `lstat` and one scope decision (~40 compiled patterns) "
+             "per shared file, then the base manifest and the cached trees are parsed from "
+             "JSON; restic does the same walk in Go on both cores.",
+        "2": f"bytes are hashed in Python at {python_sha:.0f} MB/s against the machine's "
+             f"{machine_sha:.0f} MB/s (`openssl speed`), and compressed/sealed one chunk at "
+             "a time on one core for most of the push; restic pipelines on both cores.",
+        "3": "an incremental push pays the same walk as scenario 1, plus writing the state "
+             "file and stat cache (20,000 entries each) and the changed trees.",
+        "4": "every restored file goes through the journal (temp file, digest check, rename, "
+             "one syncfs per phase) and is read by a ranged read of its pack, in Python.",
+        "5": "peak RSS includes the interpreter and the pack buffer.",
+        "6a": "interpreter start-up plus importing the CLI's modules (boto3, GitPython and "
+              "httpx are not imported).",
+        "6b": "interpreter start-up, imports, reading settings and the scope rules, and the "
+              "remote HEAD/snapshot checks.",
+    }
+    lines = []
+    for r in results:
+        if r.met:
+            continue
+        numbers = f"median {r.roam.median:.2f} s" + (
+            "" if r.ratio != r.ratio else f", ratio {r.ratio:.2f}×")
+        lines.append(f"{r.key} ({r.title}, target {r.target}): {numbers}. Bounded by: "
+                     f"{why.get(r.key, 'see notes')}")
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small home only (smoke test)")
+    parser.add_argument("--runs", type=int, default=None,
+                        help="runs per scenario (default 3, --quick 2)")
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/roam-bench"),
+                        help="where homes, stores and repositories live (default "
+                        "/tmp/roam-bench)")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the work directory (generated homes are reused next time)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="the Markdown page (default docs/benchmarks.md; with --quick, "
+                        "WORKDIR/benchmarks.md)")
+    args = parser.parse_args()
+    runs = args.runs or (2 if args.quick else 3)
+    out = args.out or (args.workdir / "benchmarks.md" if args.quick
+                       else REPO / "docs" / "benchmarks.md")
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(args.workdir).free
+    needed = 1 << 30 if args.quick else 6 << 30
+    if free < needed:
+        raise SystemExit(f"bench: {args.workdir} has {free >> 20} MiB free; "
+                         f"{needed >> 20} MiB needed")
+    restic_binary = ensure_restic()
+    load_start = measure.loadavg()
+    started = time.monotonic()
+    bench = Bench(args.workdir, restic_binary, runs, say)
+    try:
+        results = run_all(bench, args.quick)
+        weight = ("not checked (--quick)" if args.quick
+                  else bench.weight_untouched(bench_roam(bench, "large")))
+    finally:
+        if not args.keep:
+            for name in ("stores", "restic", "restic-cache", "restore", "device-b"):
+                shutil.rmtree(args.workdir / name, ignore_errors=True)
+    rates = measure.rates()
+    unmet = bounds(results, rates)
+    restic_version = bench.restic("small").version()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    report.write(out, results, machine=measure.machine(), rates=rates,
+                 restic_version=restic_version, runs=runs,
+                 load=(load_start, measure.loadavg()), weight_check=weight,
+                 quick=args.quick, unmet=unmet)
+    if not args.keep and not args.quick:
+        shutil.rmtree(args.workdir / "homes", ignore_errors=True)
+    print(report.table(results))
+    say(f"done in {time.monotonic() - started:.0f} s; wrote {out} and {out.with_suffix('.png')}")
+    return 0
+
+
+def bench_roam(bench: Bench, name: str) -> Roam:
+    return Roam(bench.workdir / "homes" / name)
+
+
+def run_all(bench: Bench, quick: bool) -> list[Result]:
+    results: list[Result] = []
+    small_push, small_roam, small_restic = bench.first_push("small")
+    if quick:
+        results.append(bench.status_unchanged("small", small_roam, small_restic, None))
+        results.append(small_push)
+        results.append(bench.incremental("small", small_roam, small_restic))
+        results.append(bench.pull_empty("small", small_restic))
+        results.extend(bench.startup(small_roam, small_restic))
+        return sorted(results, key=lambda r: r.key)
+    large_push, large_roam, large_restic = bench.first_push("large")
+    results.append(bench.status_unchanged("large", large_roam, large_restic, 0.3))
+    results.append(large_push)
+    results.append(bench.incremental("large", large_roam, large_restic))
+    results.append(bench.pull_empty("large", large_restic))
+    results.append(bench.memory())
+    results.extend(bench.startup(small_roam, small_restic))
+    return sorted(results, key=lambda r: r.key)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
