@@ -1,40 +1,98 @@
-"""A progress line for long pushes and pulls, on a terminal only."""
+"""A progress line for long pushes and pulls, on a terminal only.
+
+It shows files and bytes done, the rate and the time left, redrawn at most five times a
+second on stderr. Off a terminal, with `--quiet` or with `--json` it prints nothing at all,
+so piped and machine-read output never carries it.
+"""
 
 from __future__ import annotations
 
 import sys
 import time
+from typing import TextIO
+
+#: Redraw at most this often (seconds): a line per chunk would cost more than the work.
+REDRAW = 0.2
+WIDTH = 79
+
+
+def _mib(count: int) -> str:
+    return f"{count / 1048576:.1f}"
 
 
 class Progress:
-    """Bytes done and rate on stderr, redrawn at most a few times a second; silent off a TTY."""
+    """Implements `roam_core.engine.progress.ProgressSink` as one redrawn stderr line."""
 
-    def __init__(self, what: str, *, quiet: bool = False, total: int | None = None) -> None:
+    def __init__(self, what: str, *, quiet: bool = False, stream: TextIO | None = None,
+                 clock: object = time.monotonic) -> None:
         self.what = what
-        self.enabled = not quiet and sys.stderr.isatty()
-        self.total = total
+        self.stream = stream if stream is not None else sys.stderr
+        self.enabled = not quiet and _is_tty(self.stream)
+        self.clock = clock
+        self.files_total = 0
+        self.bytes_total = 0
+        self.files = 0
         self.done = 0
-        self.started = time.monotonic()
+        self.started = self._now()
         self._drawn = 0.0
+        self._width = 0
 
-    def advance(self, count: int) -> None:
-        self.done += count
+    def _now(self) -> float:
+        return float(self.clock())  # type: ignore[operator]
+
+    def begin(self, files: int, total_bytes: int) -> None:
+        self.files_total = files
+        self.bytes_total = total_bytes
+        self.started = self._now()
+
+    def advance(self, done_bytes: int, files: int = 0) -> None:
+        self.done += done_bytes
+        self.files += files
         if not self.enabled:
             return
-        now = time.monotonic()
-        if now - self._drawn < 0.2:
+        now = self._now()
+        if now - self._drawn < REDRAW and self.files < self.files_total:
             return
         self._drawn = now
+        self._draw(self.line(now))
+
+    def line(self, now: float) -> str:
+        """The text of the progress line at time `now`."""
         elapsed = max(now - self.started, 1e-6)
         rate = self.done / elapsed
-        line = f"{self.what}: {self.done / 1048576:.1f} MiB at {rate / 1048576:.1f} MiB/s"
-        if self.total:
-            left = max(self.total - self.done, 0) / rate if rate else 0
-            line += f", {100 * self.done / self.total:.0f}%, ETA {left:.0f} s"
-        sys.stderr.write("\r" + line[:120].ljust(60))
-        sys.stderr.flush()
+        files = f"{self.files}/{self.files_total}" if self.files_total else str(self.files)
+        size = (f"{_mib(self.done)}/{_mib(self.bytes_total)} MiB" if self.bytes_total
+                else f"{_mib(self.done)} MiB")
+        line = f"{self.what}: {files} files, {size}, {rate / 1048576:.1f} MiB/s"
+        if self.bytes_total and rate > 0:
+            left = max(self.bytes_total - self.done, 0) / rate
+            line += f", ETA {_eta(left)}"
+        return line[:WIDTH]
+
+    def _draw(self, line: str) -> None:
+        self.stream.write("\r" + line.ljust(self._width))
+        self.stream.flush()
+        self._width = len(line)
 
     def close(self) -> None:
-        if self.enabled and self._drawn:
-            sys.stderr.write("\r" + " " * 60 + "\r")
-            sys.stderr.flush()
+        """Erase the line, leaving the terminal as it was."""
+        if self.enabled and self._width:
+            self.stream.write("\r" + " " * self._width + "\r")
+            self.stream.flush()
+            self._width = 0
+
+
+def _eta(seconds: float) -> str:
+    seconds = int(seconds + 0.5)
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+
+
+def _is_tty(stream: TextIO) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False

@@ -85,7 +85,7 @@ def _push(args: argparse.Namespace) -> int:
         progress = Progress("push", quiet=args.quiet or args.json)
         try:
             result = push(session, force=args.force, dry_run=args.dry_run,
-                          progress=progress.advance)
+                          progress=progress)
         finally:
             progress.close()
     if args.json:

@@ -8,12 +8,12 @@ rules cannot see are carried forward unchanged: a narrower device never deletes 
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from roam_core import __version__
 from roam_core.engine import inventory
 from roam_core.engine import remote as remote_module
+from roam_core.engine.progress import ProgressSink
 from roam_core.engine.scan import (
     LocalFile,
     StatCache,
@@ -61,7 +61,7 @@ def _reusable(item: LocalFile, reference: Manifest) -> FileEntry | None:
 
 
 def push(session: Session, *, force: bool = False, dry_run: bool = False,
-         progress: Callable[[int], None] | None = None) -> PushResult:
+         progress: ProgressSink | None = None) -> PushResult:
     """Publish a new generation; `ConflictError` (exit 2) when the remote moved ahead."""
     state = session.require_state()
     view = remote_module.require_remote(session, state)
@@ -75,20 +75,27 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
     if not dry_run:
         inventory.refresh(session.root)
     files = list_shared(scope)
-    cache = StatCache(session.state_dir / "cache")
-    fill_digests(files, cache, host_keys)
     limit = session.max_file_size
     for item in files.values():
         if item.size > limit:
             raise UserError(f"{item.rel} is {item.size // (1 << 20)} MiB, over max_file_mb "
                             f"({limit // (1 << 20)}); raise it or add a local: rule for it")
+    cache = StatCache(session.state_dir / "cache")
+    # A path the reference lacks is new whatever its bytes: it is read once, while packing,
+    # instead of once to digest it and again to pack it (a first push reads every byte once).
+    compare = {rel: item for rel, item in files.items()
+               if dry_run or item.is_config or rel in reference}
+    fill_digests(compare, cache, host_keys)
+    for rel, item in files.items():
+        if rel not in compare:
+            item.sha256 = cache.lookup(item)
 
     result = PushResult(dry_run=dry_run)
     manifest: Manifest = {}
     to_send: list[LocalFile] = []
     for rel, item in sorted(files.items()):
-        if item.sha256 is None:
-            continue
+        if item.sha256 is None and rel in compare:
+            continue  # vanished while we looked
         kept = _reusable(item, reference)
         if kept is not None:
             manifest[rel] = FileEntry(rel, kept.size, kept.mode, kept.sha256, "shared", kept.blobs)
@@ -115,15 +122,22 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
     known = session.repo.known_blobs()
     for entry in base.values():
         known.update({ref[0]: ref for ref in entry.blobs if ref[1]})
-    workers = 4 if session.backend.capabilities.remote else 1
-    packer = Packer(session.repo, known, workers=workers, on_upload=progress)
+    packer = Packer(session.repo, known)
     pending: dict[str, tuple[str, int, tuple[str, ...], int]] = {}
+    if progress is not None:
+        progress.begin(len(to_send), result.bytes_changed)
     for item in to_send:
-        with item.open_content(host_keys) as handle:
-            sha, size, blob_ids = packer.add_file(handle)
+        try:
+            with item.open_content(host_keys) as handle:
+                sha, size, blob_ids = packer.add_file(handle)
+        except FileNotFoundError:
+            _vanished(result, item.rel)  # deleted between the walk and the read
+            continue
         pending[item.rel] = (sha, size, blob_ids, item.mode)
         if not item.is_config:
             cache.remember(item, sha)
+        if progress is not None:
+            progress.advance(size, files=1)
     packer.finish()
     for rel, (sha, size, blob_ids, mode) in pending.items():
         manifest[rel] = FileEntry(rel, size, mode, sha, "shared", packer.refs(blob_ids))
@@ -133,6 +147,12 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
     _publish(session, state, view, manifest, result, projections)
     cache.save(files)
     return result
+
+
+def _vanished(result: PushResult, rel: str) -> None:
+    for names in (result.added, result.changed):
+        if rel in names:
+            names.remove(rel)
 
 
 def _publish(session: Session, state: LocalState, view: remote_module.RemoteView,

@@ -8,23 +8,22 @@ referenced, not uploaded again. Packs are written before the snapshot that needs
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+import threading
 from typing import BinaryIO
 
 from roam_core import crypto
-from roam_core.errors import ObjectExists
 from roam_core.store import codec
 from roam_core.store.manifest import BlobRef
 from roam_core.store.objects import CHUNK_SIZE, PACK_TARGET, pack_key
 from roam_core.store.repository import Repository
+from roam_core.store.uploads import Uploads
 
 
 class Packer:
     """Collects new blobs into packs and uploads them; one per push."""
 
-    def __init__(self, repo: Repository, known: dict[str, BlobRef], *, workers: int = 1,
-                 on_upload: Callable[[int], None] | None = None) -> None:
+    def __init__(self, repo: Repository, known: dict[str, BlobRef], *,
+                 workers: int | None = None) -> None:
         self.repo = repo
         self.known = dict(known)
         self.locations: dict[str, BlobRef] = {}
@@ -33,32 +32,37 @@ class Packer:
         self._buffer = bytearray()
         self._pending: list[tuple[str, int, int]] = []
         self._queued: set[str] = set()
-        self._pool = ThreadPoolExecutor(workers) if workers > 1 else None
-        self._futures: list[Future[None]] = []
-        self.on_upload = on_upload
+        self._uploads = Uploads(repo.backend, workers)
+        self._lock = threading.Lock()
         self.uploaded_bytes = 0
         self.new_blobs = 0
 
     def add_file(self, handle: BinaryIO, first: bytes | None = None
                  ) -> tuple[str, int, tuple[str, ...]]:
-        """Stream a file into blobs; returns (sha256 hex, size, blob ids) — see `refs`."""
+        """Stream a file into blobs; returns (sha256 hex, size, blob ids) — see `refs`.
+
+        Each byte is read once. A file of one chunk (most files) is hashed once too: its
+        SHA-256 is both the file's digest and the input of its blob's keyed name.
+        """
+        chunk = first if first is not None else handle.read(CHUNK_SIZE)
+        following = handle.read(CHUNK_SIZE) if len(chunk) == CHUNK_SIZE else b""
+        if not following:
+            digest = hashlib.sha256(chunk).digest()
+            return digest.hex(), len(chunk), (self.add_chunk(chunk, digest),)
         whole = hashlib.sha256()
         refs: list[str] = []
         size = 0
-        chunk = first if first is not None else handle.read(CHUNK_SIZE)
-        while True:
-            data = chunk
-            whole.update(data)
-            size += len(data)
-            refs.append(self.add_chunk(data))
-            chunk = handle.read(CHUNK_SIZE)
-            if not chunk:
-                break
+        while chunk:
+            whole.update(chunk)
+            size += len(chunk)
+            refs.append(self.add_chunk(chunk))
+            chunk, following = following, (handle.read(CHUNK_SIZE) if following else b"")
         return whole.hexdigest(), size, tuple(refs)
 
-    def add_chunk(self, data: bytes) -> str:
+    def add_chunk(self, data: bytes, digest: bytes | None = None) -> str:
         """Queue one chunk unless the store or this push already has it; returns its blob id."""
-        digest = hashlib.sha256(data).digest()
+        if digest is None:
+            digest = hashlib.sha256(data).digest()
         blob_id = self.repo.keys.name(crypto.KIND_BLOB, digest)
         if blob_id in self.known or blob_id in self._queued:
             return blob_id
@@ -82,20 +86,13 @@ class Packer:
         self.locations.update({ref[0]: ref for ref in refs})
         self._buffer = bytearray()
         self._pending = []
-        if self._pool is not None:
-            self._futures.append(self._pool.submit(self._upload, pack, data, refs))
-        else:
-            self._upload(pack, data, refs)
+        # the index names blobs as present, so it is written only once its pack is stored
+        self._uploads.put(pack, data, lambda: self._indexed(pack, refs, len(data)))
 
-    def _upload(self, pack: str, data: bytes, refs: list[BlobRef]) -> None:
-        try:
-            self.repo.backend.put_new(pack, data)
-        except ObjectExists:
-            pass  # identical pack content: already stored
+    def _indexed(self, pack: str, refs: list[BlobRef], size: int) -> None:
         self.repo.write_index(pack, refs)
-        self.uploaded_bytes += len(data)
-        if self.on_upload is not None:
-            self.on_upload(len(data))
+        with self._lock:
+            self.uploaded_bytes += size
 
     def refs(self, blob_ids: tuple[str, ...]) -> tuple[BlobRef, ...]:
         """Where each blob lives, once `finish` has returned."""
@@ -103,11 +100,9 @@ class Packer:
 
     def finish(self) -> dict[str, BlobRef]:
         """Upload what is buffered, wait for every upload; return where each new blob lives."""
-        self._flush()
         try:
-            for future in self._futures:
-                future.result()
+            self._flush()
+            self._uploads.wait()
         finally:
-            if self._pool is not None:
-                self._pool.shutdown(wait=True)
+            self._uploads.close()
         return self.locations

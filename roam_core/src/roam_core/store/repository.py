@@ -30,6 +30,7 @@ from roam_core.store.objects import (
     snapshot_key,
     tree_key,
 )
+from roam_core.store.uploads import Uploads
 
 
 class Repository:
@@ -94,12 +95,16 @@ class Repository:
             _write_cache(cached, plain)
         return value
 
-    def _write_json(self, kind: bytes, value: dict[str, Any], key_of: Any) -> str:
+    def _write_json(self, kind: bytes, value: dict[str, Any], key_of: Any,
+                    uploads: Uploads | None = None) -> str:
         plain = canonical(value)
         object_id = self.keys.name(kind, hashlib.sha256(plain).digest())
         if kind == crypto.KIND_TREE and object_id in self.seen_trees:
             return object_id
         sealed = crypto.seal(self.keys.encryption, kind, object_id, codec.encode(plain))
+        if uploads is not None:
+            uploads.put(key_of(object_id), sealed)
+            return object_id
         try:
             self.backend.put_new(key_of(object_id), sealed)
         except ObjectExists:
@@ -159,16 +164,24 @@ class Repository:
             for part in parts[:-1]:
                 node = node.setdefault(part, {})
             node[parts[-1]] = entry
-        return self._write_node(root)
+        # a first push writes one tree per folder: in parallel, all stored before returning
+        uploads = Uploads(self.backend)
+        try:
+            root_id = self._write_node(root, uploads)
+            uploads.wait()
+        finally:
+            uploads.close()
+        return root_id
 
-    def _write_node(self, node: dict[str, Any]) -> str:
+    def _write_node(self, node: dict[str, Any], uploads: Uploads) -> str:
         entries: dict[str, Any] = {}
         for name, child in node.items():
             if isinstance(child, FileEntry):
                 entries[name] = {"t": "f", **child.as_json()}
             else:
-                entries[name] = {"t": "d", "tree": self._write_node(child)}
-        tree_id = self._write_json(crypto.KIND_TREE, {"v": 1, "entries": entries}, tree_key)
+                entries[name] = {"t": "d", "tree": self._write_node(child, uploads)}
+        tree_id = self._write_json(crypto.KIND_TREE, {"v": 1, "entries": entries}, tree_key,
+                                   uploads)
         self.seen_trees.add(tree_id)
         return tree_id
 
