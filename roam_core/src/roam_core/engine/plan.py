@@ -139,6 +139,11 @@ class Planner:
             if same:
                 self.plan.unchanged += 1
                 self.new_state.conflicts.pop(rel, None)
+                if self.state.projections.get(rel) is None or not _same_sha(
+                        self.state.projections[rel], r.sha256):
+                    # agreeing with the remote is accepting it: the base of the next merge
+                    self.new_state.projections[rel] = self.session.repo.read_content(
+                        r).decode("utf-8")
                 return
             self._config(rel, r, loc)
             return
@@ -148,8 +153,9 @@ class Planner:
             self.new_state.conflicts.pop(rel, None)
             return
         local_same_as_base = _same(loc, b) and not self.first_pull
+        # A path the remote never had is a local addition, on a first pull too.
         remote_same_as_base = (r is None and b is None) or (
-            r is not None and r.same_content(b)) if not self.first_pull else False
+            not self.first_pull and r is not None and r.same_content(b))
         if rel in self.state.conflicts:
             self._conflict(rel, r, loc)
         elif remote_same_as_base:
@@ -254,6 +260,10 @@ def _raw_sha(loc: LocalFile | None) -> str | None:
     from roam_core.engine.journal import sha256_file
 
     return sha256_file(loc.path)
+
+
+def _same_sha(text: str, sha256: str) -> bool:
+    return _sha(text.encode("utf-8")) == sha256
 
 
 def _sha(data: bytes) -> str:
