@@ -8,7 +8,7 @@ deletion of `state.json`: a store can never be rolled back below what this devic
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +60,10 @@ def load_state(state_dir: Path) -> LocalState | None:
 
 def save_state(state_dir: Path, state: LocalState) -> None:
     ensure_private_dir(state_dir)
-    write_atomic(state_dir / STATE_FILE, json.dumps(asdict(state), indent=1).encode())
+    # a shallow dict and compact JSON: asdict's deep copy and the pure-Python indenting
+    # encoder took seconds on a home of 20,000 files
+    data = {item.name: getattr(state, item.name) for item in fields(state)}
+    write_atomic(state_dir / STATE_FILE, json.dumps(data, separators=(",", ":")).encode())
 
 
 def load_floor(state_dir: Path, identity: str) -> int:

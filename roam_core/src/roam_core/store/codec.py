@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from roam_core.errors import IntegrityError
@@ -15,10 +16,17 @@ WORTH_IT = 0.9
 MAX_DECOMPRESSED = 64 * 1024 * 1024
 
 
-def _compressor() -> Any:
-    import zstandard
+_local = threading.local()
 
-    return zstandard.ZstdCompressor(level=3)
+
+def _compressor() -> Any:
+    # one per thread: making a compressor per chunk cost as much as compressing small ones
+    found = getattr(_local, "compressor", None)
+    if found is None:
+        import zstandard
+
+        found = _local.compressor = zstandard.ZstdCompressor(level=3)
+    return found
 
 
 def encode(data: bytes) -> bytes:

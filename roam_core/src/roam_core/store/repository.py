@@ -189,6 +189,10 @@ class Repository:
 
     def read_blob(self, ref: BlobRef) -> bytes:
         """One blob by reference: a ranged read, authenticated, decoded and re-named."""
+        return self._read_blob(ref)[0]
+
+    def _read_blob(self, ref: BlobRef) -> tuple[bytes, bytes]:
+        """The blob's bytes and their SHA-256 (already computed to check its name)."""
         blob_id, pack, offset, length = ref
         what = f"blob {blob_id[:16]} in {pack}"
         try:
@@ -199,12 +203,21 @@ class Repository:
             raise IntegrityError(f"integrity error: {what} is truncated")
         data = codec.decode(crypto.open_sealed(self.keys.encryption, crypto.KIND_BLOB, blob_id,
                                                sealed, what), what)
-        if self.keys.name(crypto.KIND_BLOB, hashlib.sha256(data).digest()) != blob_id:
+        digest = hashlib.sha256(data).digest()
+        if self.keys.name(crypto.KIND_BLOB, digest) != blob_id:
             raise IntegrityError(f"integrity error: {what} does not match its name")
-        return data
+        return data, digest
 
     def iter_content(self, entry: FileEntry) -> Iterator[bytes]:
         """The file's bytes, blob by blob; the whole-file digest is checked at the end."""
+        if len(entry.blobs) == 1:
+            # one blob (most files): its name check already hashed exactly the file's bytes
+            data, single = self._read_blob(entry.blobs[0])
+            if len(data) != entry.size or single.hex() != entry.sha256:
+                raise IntegrityError(f"integrity error: content of {entry.path!r} does not "
+                                     "match its manifest entry")
+            yield data
+            return
         digest = hashlib.sha256()
         size = 0
         for ref in entry.blobs:
