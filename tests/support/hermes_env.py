@@ -40,8 +40,12 @@ The pieces:
   `hermes -z`, `chat(prompt)` is `hermes chat -q … -Q` (fires on_session_finalize),
   `roam(*args)` is `hermes roam …`, `config_set(key, value)` is `hermes config set`,
   `set_roam_settings(**values)` edits `plugins.entries.roam.settings` directly (fast),
-  `write_dotenv(NAME=value)` writes the home's `.env` (how a user gives Hermes secrets).
-  Every run is timed: `home.timings` holds `(argv, seconds)`.
+  `write_dotenv(NAME=value)` writes the home's `.env` (how a user gives Hermes secrets),
+  `hermes_python(...)` runs the environment's Python in the home (to drive Hermes
+  in-process, e.g. `discover_plugins()` and a plugin's registered handlers), `log_text()`
+  returns `logs/agent.log` + `errors.log` (hook failures are logged there by `chat -q`).
+  Pass `env=home.env(PYTHONPATH=…)` to add to the clean environment. Every run is timed:
+  `home.timings` holds `(argv, seconds)`.
 
 Measured on this machine, idle: a `hermes -z` turn 2.3–2.8 s, `hermes chat -q` 2.9 s,
 `hermes roam …` / `plugins list` / `config set` 0.6–1 s each, the template home 6 s. Under
