@@ -144,7 +144,10 @@ class _Merger:
             return
         holds = self.holds_protected(path)
         if same(mine, base):
-            if not holds:
+            if isinstance(mine, dict) and isinstance(theirs, dict):
+                # edit leaf by leaf, so comments on the keys that stay keep their place
+                self.merge_maps(path, mine, base, theirs)
+            elif not holds:
                 self.take(path, theirs, remote_parent)
             elif theirs is MISSING or isinstance(theirs, dict):
                 self.merge_maps(path, mine, base, theirs)
