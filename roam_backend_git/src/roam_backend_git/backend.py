@@ -51,6 +51,8 @@ MISS_REFRESH_INTERVAL = 1.0
 #: Whole blobs kept in memory for ranged reads (core reads many small ranges of one pack).
 BLOB_CACHE_BYTES = 96 * 1024 * 1024
 
+DoctorRows = list[tuple[str, bool, str]]  # named here: inside the class `list` is a method
+
 
 @dataclass
 class _View:
@@ -329,7 +331,7 @@ class GitBackend(Backend):
                 pass  # another device created it first: the branch exists, which is the goal
             self._refresh()
 
-    def doctor(self) -> list[tuple[str, bool, str]]:
+    def doctor(self) -> DoctorRows:
         from roam_backend_git.doctor import checks
 
         return checks(self)
