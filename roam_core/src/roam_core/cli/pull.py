@@ -6,6 +6,7 @@ import argparse
 
 from roam_core.cli.common import operation
 from roam_core.cli.output import emit_json, sanitize
+from roam_core.cli.progress import Progress
 from roam_core.cli.sync import _size, print_capped
 
 
@@ -15,8 +16,13 @@ def _pull(args: argparse.Namespace) -> int:
 
     only = tuple(args.only or ())
     with operation(args, "pull", lock=True) as session:
-        result = pull(session, apply=args.apply, overwrite_conflicts=args.overwrite_conflicts,
-                      only=only, keep_seen=args.keep_seen, dry_run=args.dry_run)
+        progress = Progress("pull", quiet=args.quiet or args.json)
+        try:
+            result = pull(session, apply=args.apply,
+                          overwrite_conflicts=args.overwrite_conflicts, only=only,
+                          keep_seen=args.keep_seen, dry_run=args.dry_run, progress=progress)
+        finally:
+            progress.close()
         root = session.root
     plan = result.plan
     if args.json:
@@ -103,6 +109,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--keep-seen", action="store_true",
                         help="do not advance the generation this device has seen")
     parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     parser.set_defaults(func=_pull)
 
     parser = subparsers.add_parser("diff", help="the pull preview grouped by scope class")

@@ -28,6 +28,7 @@ from typing import Any
 
 from roam_core.cli.output import note
 from roam_core.engine.fs import TEMP_PREFIX, ensure_private_dir, fsync_dir, write_atomic
+from roam_core.engine.progress import ProgressSink
 from roam_core.engine.state import LocalState, save_state
 from roam_core.errors import RoamError, UserError
 
@@ -126,8 +127,10 @@ def _check_target(root: Path, op: Op) -> None:
 class Install:
     """One journaled install of a list of ops into a home."""
 
-    def __init__(self, root: Path, state_dir: Path, ops: list[Op]) -> None:
+    def __init__(self, root: Path, state_dir: Path, ops: list[Op],
+                 progress: ProgressSink | None = None) -> None:
         self.root = root
+        self.progress = progress
         self.state_dir = state_dir
         self.ops = ops
         self.stamp = _stamp()
@@ -187,7 +190,9 @@ class Install:
             _check_target(self.root, op)
             if op.action == "write":
                 _safe_parent(self.root, op.rel, self.created_dirs)
-                self._write_temp(op)
+                written = self._write_temp(op)
+                if self.progress is not None:
+                    self.progress.advance(written, files=1)
             if op.backup is not None:
                 backup = Path(op.backup)
                 backup.parent.mkdir(parents=True, exist_ok=True)
@@ -196,18 +201,21 @@ class Install:
                     raise UserError(f"{op.rel} changed while installing; nothing was installed")
             kill_point(f"journal:stage:{op.rel}")
 
-    def _write_temp(self, op: Op) -> None:
+    def _write_temp(self, op: Op) -> int:
         assert op.source is not None and op.temp is not None
         temp = Path(op.temp)
         digest = hashlib.sha256()
+        written = 0
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as handle:
             for chunk in op.source():
                 digest.update(chunk)
                 handle.write(chunk)
+                written += len(chunk)
         if digest.hexdigest() != op.sha256:
             raise UserError(f"content for {op.rel} did not match its digest; nothing installed")
         os.chmod(temp, op.mode)
+        return written
 
     def _apply(self, op: Op) -> None:
         _check_target(self.root, op)

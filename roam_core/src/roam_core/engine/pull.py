@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from roam_core.engine import remote as remote_module
 from roam_core.engine.journal import Install, prune_backups
 from roam_core.engine.plan import Plan, Planner
+from roam_core.engine.progress import ProgressSink
 from roam_core.engine.session import Session
 from roam_core.engine.state import raise_floor, save_state
 
@@ -23,8 +24,8 @@ class PullResult:
 
 
 def pull(session: Session, *, apply: bool = False, overwrite_conflicts: bool = False,
-         only: tuple[str, ...] = (), keep_seen: bool = False, dry_run: bool = False
-         ) -> PullResult:
+         only: tuple[str, ...] = (), keep_seen: bool = False, dry_run: bool = False,
+         progress: ProgressSink | None = None) -> PullResult:
     """Plan a pull; install it when `apply`; `dry_run` downloads and verifies, writing nothing."""
     state = session.require_state()
     view = remote_module.require_remote(session, state)
@@ -46,7 +47,11 @@ def pull(session: Session, *, apply: bool = False, overwrite_conflicts: bool = F
         new_state.last_pull = state.last_pull
         new_state.base = state.base
     if plan.ops:
-        Install(session.root, session.state_dir, plan.ops).run(new_state)
+        if progress is not None:
+            writes = [op.rel for op in plan.ops if op.action == "write"]
+            progress.begin(len(writes), sum(view.manifest[rel].size for rel in writes
+                                            if rel in view.manifest))
+        Install(session.root, session.state_dir, plan.ops, progress).run(new_state)
         prune_backups(session.state_dir, int(session.settings.get("backup_keep") or 5))
     else:
         save_state(session.state_dir, new_state)
