@@ -8,6 +8,7 @@ write has a new ETag (no ABA) and a write whose answer was lost can be recognise
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import secrets
 import time
@@ -268,7 +269,7 @@ class S3Backend(Backend):
                                    "account: choose another s3_bucket") from None
             raise self._failure(error, "CreateBucket") from None
 
-    def doctor(self) -> list[tuple[str, bool, str]]:
+    def doctor(self) -> builtins.list[tuple[str, bool, str]]:  # `list` is a method here
         from roam_backend_s3.doctor import run_checks
 
         return run_checks(self)
