@@ -25,9 +25,10 @@ from roam_core.testing.contract import BackendContract
 
 ENV = os.environ
 BUCKET = ENV.get("ROAM_TEST_S3_BUCKET", "")
-pytestmark = pytest.mark.skipif(
-    not BUCKET, reason="live S3/R2 tests run only when ROAM_TEST_S3_BUCKET is set "
-    "(see roam_backend_s3/README.md, 'Backend setup and live tests')")
+if not BUCKET:
+    pytest.skip("live S3/R2 tests run only when ROAM_TEST_S3_BUCKET is set (see "
+                "roam_backend_s3/README.md, 'Backend setup and live tests')",
+                allow_module_level=True)
 
 
 def _secret(name: str) -> str | None:
