@@ -177,3 +177,13 @@ def test_background_thread_drains_what_is_appended(root: Path,
         assert _texts(memory_sink, "s") == ["s-q1 HERMES-ONLY-SECRET", "s-q2 HERMES-ONLY-SECRET"]
     finally:
         sender.stop(root)
+
+
+def test_an_idle_pass_writes_nothing(root: Path, memory_sink: MemoryDestination) -> None:
+    Spool(root).append(_event("s", 1))
+    Sender(root).drain_once()
+    state = Spool(root).state_path
+    stamp = state.stat().st_mtime_ns
+    time.sleep(0.01)
+    Sender(root).drain_once()
+    assert state.stat().st_mtime_ns == stamp

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import atexit
 import contextvars
+import json
 import logging
 import threading
 import time
@@ -112,6 +113,7 @@ class Sender:
                 result.busy = True
                 return result
             state = self.spool.read_state()
+            before = json.dumps(state, sort_keys=True)
             try:
                 settings = settings_for(self.root)
                 names = enabled_sinks(settings)
@@ -127,7 +129,8 @@ class Sender:
                     if self.stop.is_set():
                         break
                     self._drain_sink(name, settings, state, result, force)
-            self.spool.write_state(state)
+            if json.dumps(state, sort_keys=True) != before:  # an idle poll writes nothing
+                self.spool.write_state(state)
             if names and not result.errors:
                 self.spool.compact(names)
         return result
