@@ -204,3 +204,30 @@ def test_a_rejected_message_is_reported(root: Path, server: DiscordServer) -> No
     server.inject(400, path_contains="/messages")
     with pytest.raises(SinkRejected, match="400"):
         sink.deliver(_turn("s", 2))
+
+
+def test_a_post_interrupted_beyond_the_nonce_window_is_found_not_resent(
+        root: Path, server: DiscordServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    import roam_sink_discord.sink as sink_module
+    from roam_sink_discord.format import format_turn
+
+    sink = make_sink(root, server)
+    sink.deliver(_turn("s", 0))
+    [thread] = list(server.threads)
+    event = _turn("s", 1)
+    content = format_turn(event)
+    # A sender posted turn 1 and died before recording it; Discord forgot the nonce since.
+    server.nonce_window = 0
+    with server.lock:
+        server.threads[thread].messages.append({"id": "555", "content": content})
+    ThreadMap(root).set_progress(CHANNEL, "default/s", event.event_id, [], attempting=1.0)
+    receipt = make_sink(root, server).deliver(event)
+    assert receipt.details["message_ids"] == ["555"]
+    assert len(server.messages_in(thread)) == 2
+    # Without Read Message History (403 on the read) it sends again rather than stopping.
+    monkeypatch.setattr(sink_module, "NONCE_WINDOW", 0.0)
+    other = _turn("s", 2)
+    ThreadMap(root).set_progress(CHANNEL, "default/s", other.event_id, [], attempting=1.0)
+    server.inject(403, method="GET")
+    make_sink(root, server).deliver(other)
+    assert len(server.messages_in(thread)) == 3

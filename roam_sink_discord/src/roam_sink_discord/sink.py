@@ -1,22 +1,24 @@
 """`DiscordSink`: one public thread per session, one post (split at 2000) per turn.
 
-Idempotent by event id, three ways: the thread id is recorded before anything is posted
-into it; every part carries a nonce derived from the event id with `enforce_nonce`, so
-Discord itself drops a repeat sent within its dedup window (a crash between "posted" and
-"recorded"); and the last delivered events of each session are remembered in the map, so a
-redelivery after the window posts nothing. A thread that is gone (404) is recreated.
+Idempotent by event id: the thread id is recorded before anything is posted into it; every
+part carries a nonce derived from the event id with `enforce_nonce`, so Discord itself drops
+a repeat sent within its dedup window (a crash between "posted" and "recorded"); a part
+whose send is older than that window is looked for among the thread's latest messages
+before it is sent again; and the last delivered events of each session are remembered in
+the map, so a redelivery posts nothing. A thread that is gone (404) is recreated.
 """
 
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from roam_core.errors import ConfigError
 from roam_core.mirror.events import TurnEvent
-from roam_core.mirror.sink import Receipt, SinkRetry, SinkTerminal
+from roam_core.mirror.sink import Receipt, SinkRejected, SinkRetry, SinkTerminal
 from roam_core.types import PluginContext
 from roam_sink_discord.client import DiscordClient, NotFound
 from roam_sink_discord.format import format_turn, split_message, thread_name
@@ -28,6 +30,8 @@ DEFAULT_API_BASE = "https://discord.com/api/v10"
 PUBLIC_THREAD = 11
 ARCHIVE_MINUTES = 10080
 NO_MENTIONS = {"parse": []}
+#: How long Discord is trusted to drop a repeated nonce ("the past few minutes").
+NONCE_WINDOW = 120.0
 
 
 def nonce_for(event_id: str, part: int) -> str:
@@ -89,13 +93,15 @@ class DiscordSink:
         for _attempt in range(2):
             thread_id = entry["thread_id"] if entry else self._create_thread(event)
             progress = (entry or {}).get("progress") or {}
-            posted = list(progress.get("message_ids", [])) \
-                if progress.get("event_id") == event.event_id else []
+            mine = progress.get("event_id") == event.event_id
+            posted = list(progress.get("message_ids", [])) if mine else []
             try:
+                if mine and len(posted) < len(parts):
+                    posted += self._found_after_window(thread_id, progress, parts[len(posted)])
                 for index in range(len(posted), len(parts)):
+                    self.threads.set_progress(self.channel, key, event.event_id, posted,
+                                              attempting=time.time())
                     posted.append(self._post(thread_id, event.event_id, index, parts[index]))
-                    if index + 1 < len(parts):
-                        self.threads.set_progress(self.channel, key, event.event_id, posted)
             except NotFound:
                 # The thread was deleted: forget it and start the turn over in a new one.
                 self.threads.forget(self.channel, key, thread_id)
@@ -104,6 +110,27 @@ class DiscordSink:
             self.threads.done(self.channel, key, event.event_id, posted)
             return self._receipt(event, thread_id, posted)
         raise SinkRetry("the Discord thread vanished twice while posting")
+
+    def _found_after_window(self, thread_id: str, progress: dict[str, Any],
+                            content: str) -> list[str]:
+        """The part a crashed sender may have posted, once Discord's nonce window is over.
+
+        Within the window the nonce makes a resend harmless. After it, the thread's latest
+        messages are read, and a message with exactly this content counts as posted.
+        """
+        attempting = float(progress.get("attempting_at") or 0)
+        if not attempting or time.time() - attempting < NONCE_WINDOW:
+            return []
+        try:
+            recent = self.client.request(
+                "GET", "GET /channels/{id}/messages", thread_id,
+                f"/channels/{thread_id}/messages?limit=50") or []
+        except (SinkTerminal, SinkRejected):
+            return []  # no Read Message History: resend, a duplicate is the lesser harm
+        for message in recent if isinstance(recent, list) else []:
+            if isinstance(message, dict) and message.get("content") == content:
+                return [str(message.get("id") or "")]
+        return []
 
     def _receipt(self, event: TurnEvent, thread_id: str, message_ids: list[str]) -> Receipt:
         return Receipt(sink=NAME, event_id=event.event_id, reference=f"{thread_id}",

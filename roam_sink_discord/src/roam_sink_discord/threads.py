@@ -67,11 +67,14 @@ class ThreadMap:
                 del threads[session_key]
 
     def set_progress(self, channel: str, session_key: str, event_id: str,
-                     message_ids: list[str]) -> None:
+                     message_ids: list[str], attempting: float | None = None) -> None:
+        """Note the parts posted so far, and when the next one was sent (if it was)."""
         with self._locked() as data:
             entry = data["channels"].get(channel, {}).get(session_key)
             if entry is not None:
                 entry["progress"] = {"event_id": event_id, "message_ids": list(message_ids)}
+                if attempting is not None:
+                    entry["progress"]["attempting_at"] = attempting
 
     def done(self, channel: str, session_key: str, event_id: str,
              message_ids: list[str]) -> None:
