@@ -29,7 +29,7 @@ TOKEN_SECRET = "ROAM_DISCORD_BOT_TOKEN"
 DEFAULT_API_BASE = "https://discord.com/api/v10"
 PUBLIC_THREAD = 11
 ARCHIVE_MINUTES = 10080
-NO_MENTIONS = {"parse": []}
+NO_MENTIONS: dict[str, list[str]] = {"parse": []}
 #: How long Discord is trusted to drop a repeated nonce ("the past few minutes").
 NONCE_WINDOW = 120.0
 
