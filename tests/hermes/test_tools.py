@@ -130,3 +130,18 @@ def test_a_profile_home_uses_the_root_setting(calls: list[list[str]],
     answer = json.loads(tools.roam_pull({"apply": True}))
     assert "refused" not in answer
     assert calls == [["pull", "--json", "--apply"]]
+
+
+def test_status_with_the_remote_gone_says_not_to_pull(make_home: Callable[..., Path],
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      tmp_path: Path) -> None:
+    from roam_core.hermes.runner import run_verb
+
+    root = _home(make_home, monkeypatch)
+    assert run_verb(["init", "--create-remote"], home=root).ok
+    (tmp_path / "store").rename(tmp_path / "store-moved")
+    (tmp_path / "store").write_text("not a directory any more\n")
+    answer = json.loads(tools.roam_status({}))
+    assert answer["ok"] is False and answer["remote_ahead"] is False
+    assert "do not pull" in answer["advice"]
+    assert answer["result"]["reachable"] is False
