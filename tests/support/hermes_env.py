@@ -160,6 +160,7 @@ def _prune(root: Path, keep: Path) -> None:
             continue
         if age > STALE_SECONDS:
             shutil.rmtree(other, ignore_errors=True)
+            (root / f"{other.name}.lock").unlink(missing_ok=True)
 
 
 def ensure_hermes_venv(hermes_version: str = HERMES_VERSION) -> HermesVenv:
