@@ -145,3 +145,13 @@ def test_status_with_the_remote_gone_says_not_to_pull(make_home: Callable[..., P
     assert answer["ok"] is False and answer["remote_ahead"] is False
     assert "do not pull" in answer["advice"]
     assert answer["result"]["reachable"] is False
+
+
+def test_long_lists_are_clipped_for_the_model(monkeypatch: pytest.MonkeyPatch,
+                                              make_home: Callable[..., Path]) -> None:
+    _home(make_home, monkeypatch)
+    plan = {"plan": {"added": [f"skills/s{n}/SKILL.md" for n in range(500)]}}
+    monkeypatch.setattr(tools, "run_verb", lambda argv, home=None: VerbResult(
+        tuple(argv), 0, json.dumps(plan)))
+    added = json.loads(tools.roam_pull({}))["result"]["plan"]["added"]
+    assert len(added) == tools.MAX_LIST_ITEMS + 1 and added[-1].startswith("… 450 more")

@@ -95,11 +95,26 @@ def _flag(args: dict[str, Any] | None, name: str) -> bool:
     return value is True
 
 
+#: Lists longer than this are cut in what the model sees (a pull plan can name every file).
+MAX_LIST_ITEMS = 50
+
+
+def _clip(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _clip(item) for key, item in value.items()}
+    if isinstance(value, list):
+        kept = [_clip(item) for item in value[:MAX_LIST_ITEMS]]
+        if len(value) > MAX_LIST_ITEMS:
+            kept.append(f"… {len(value) - MAX_LIST_ITEMS} more (see `hermes roam` for all)")
+        return kept
+    return value
+
+
 def _result(result: VerbResult, **extra: Any) -> dict[str, Any]:
     document: dict[str, Any] = {"ok": result.ok, "exit_code": result.code}
     parsed = result.json()
     if parsed is not None:
-        document["result"] = parsed
+        document["result"] = _clip(parsed)
     elif result.stdout.strip():
         document["output"] = result.stdout.strip()[:4000]
     if not result.ok:
