@@ -13,7 +13,8 @@ from roam_core.cli.output import error
 from roam_core.errors import RoamError
 
 #: Modules under `roam_core.cli` that add verbs; each has `register(subparsers)`.
-COMMAND_MODULES = ("listing", "rules", "demo", "config", "sync", "pull", "doctor", "auto", "mirror")
+COMMAND_MODULES = ("listing", "rules", "demo", "config", "sync", "pull", "doctor", "auto", "mirror",
+                   "check")
 
 
 def build_parser(prog: str = "roam") -> argparse.ArgumentParser:

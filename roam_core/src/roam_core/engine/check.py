@@ -1,0 +1,323 @@
+"""`roam check`: verify the store the way `restic check` does, reading and writing nothing else.
+
+HEAD must authenticate, belong to this fleet and not be below the device's rollback floor;
+every snapshot reachable from HEAD (following parents down to generation 0) must decrypt and
+be the generation it claims; every tree must decrypt, match its name and hold only valid
+entries and safe paths; every index must decrypt; every blob a file references must sit in a
+pack the store holds and be listed by an index. With `read_data`, every referenced blob is
+read, authenticated, decoded and re-named, and every file's size and SHA-256 re-computed.
+
+The store is opened without the device's object cache: a cached copy proves nothing about
+what the backend holds now. Every problem is reported by the object it concerns; the check
+goes on past it, so one run lists everything that is wrong.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from roam_core.engine.session import Session
+from roam_core.engine.state import load_floor
+from roam_core.errors import ArchiveKeyError, IntegrityError, UserError
+from roam_core.store.manifest import BlobRef, FileEntry, check_manifest, check_path
+from roam_core.store.repository import Repository
+
+#: Deeper trees are refused (the same bound the reader applies).
+MAX_DEPTH = 64
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with one object of the store."""
+
+    object: str
+    message: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"object": self.object, "message": self.message}
+
+
+@dataclass
+class CheckReport:
+    """What `check` looked at and what it found."""
+
+    identity: str = ""
+    head_generation: int | None = None
+    floor: int = 0
+    snapshots: int = 0
+    trees: int = 0
+    files: int = 0
+    blobs: int = 0
+    packs: int = 0
+    indexes: int = 0
+    unreferenced_packs: int = 0
+    read_data: bool = False
+    blobs_read: int = 0
+    bytes_read: int = 0
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def add(self, obj: str, message: str) -> None:
+        self.problems.append(Problem(obj, message))
+
+    def as_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, "identity": self.identity,
+                "head_generation": self.head_generation, "floor": self.floor,
+                "snapshots": self.snapshots, "trees": self.trees, "files": self.files,
+                "blobs": self.blobs, "packs": self.packs, "indexes": self.indexes,
+                "unreferenced_packs": self.unreferenced_packs, "read_data": self.read_data,
+                "blobs_read": self.blobs_read, "bytes_read": self.bytes_read,
+                "problems": [problem.as_json() for problem in self.problems]}
+
+
+def _reason(error: Exception) -> str:
+    """An integrity error's message without its generic prefix (the object is named apart)."""
+    return str(error).removeprefix("integrity error: ")
+
+
+@dataclass
+class _Use:
+    """Where a blob reference was first seen, for problem messages."""
+
+    path: str
+    generation: int
+
+
+class Checker:
+    """One run of `roam check` over one store."""
+
+    def __init__(self, session: Session, *, read_data: bool = False) -> None:
+        self.session = session
+        # no cache_dir: verify the backend's bytes, never a local copy, and write nothing
+        self.repo = Repository(session.backend, session.keys, None,
+                               max_file_size=session.max_file_size)
+        self.report = CheckReport(read_data=read_data)
+        self._trees: dict[str, dict[str, Any] | None] = {}
+        self._refs: dict[BlobRef, _Use] = {}
+        self._contents: dict[tuple[str, int, tuple[BlobRef, ...]], _Use] = {}
+
+    def run(self) -> CheckReport:
+        report = self.report
+        report.identity = self.session.backend.identity()
+        head = self._head()
+        if head is None:
+            return report
+        for generation, snapshot_id, snapshot in self._chain(head.generation, head.snapshot):
+            self._snapshot(generation, snapshot_id, snapshot)
+        report.trees = sum(1 for tree in self._trees.values() if tree is not None)
+        self._packs_and_indexes()
+        if report.read_data:
+            self._read_data()
+        return report
+
+    # -- HEAD and the chain of snapshots --------------------------------------------------
+
+    def _head(self) -> Any:
+        report = self.report
+        try:
+            head = self.repo.read_head()
+        except ArchiveKeyError as error:
+            report.add("HEAD", str(error))
+            return None
+        except IntegrityError as error:
+            report.add("HEAD", _reason(error))
+            return None
+        if head is None:
+            raise UserError("the store has no HEAD; run roam init --create-remote on one device")
+        report.head_generation = head.generation
+        state = self.session.state()
+        if state is not None and state.store and head.store != state.store:
+            report.add("HEAD", f"belongs to another fleet ({head.store[:12]}, this device "
+                       f"joined {state.store[:12]})")
+        report.floor = load_floor(self.session.state_dir, report.identity)
+        if head.generation < report.floor:
+            report.add("HEAD", f"generation {head.generation} is below generation "
+                       f"{report.floor} that this device already verified (rolled back)")
+        return head
+
+    def _chain(self, generation: int, snapshot_id: str | None
+               ) -> Iterator[tuple[int, str, Any]]:
+        seen: set[str] = set()
+        expected = generation
+        while snapshot_id is not None:
+            what = f"snapshot {snapshot_id}"
+            if snapshot_id in seen:
+                self.report.add(what, "appears twice in the chain of parents (a cycle)")
+                return
+            seen.add(snapshot_id)
+            try:
+                snapshot = self.repo.load_snapshot(snapshot_id)
+            except IntegrityError as error:
+                self.report.add(what, f"generation {expected}: {_reason(error)}; older "
+                                "generations cannot be reached")
+                return
+            self.report.snapshots += 1
+            if snapshot.generation != expected:
+                self.report.add(what, f"claims generation {snapshot.generation} where "
+                                f"generation {expected} belongs")
+            yield expected, snapshot_id, snapshot
+            snapshot_id = snapshot.parent
+            expected -= 1
+        if expected != -1:
+            self.report.add("snapshot chain", f"ends at generation {expected + 1}, not 0")
+
+    # -- trees and manifests ----------------------------------------------------------------
+
+    def _tree(self, tree_id: str) -> dict[str, Any] | None:
+        if tree_id not in self._trees:
+            try:
+                self._trees[tree_id] = self.repo.load_tree(tree_id)
+            except IntegrityError as error:
+                self.report.add(f"tree {tree_id}", _reason(error))
+                self._trees[tree_id] = None
+        return self._trees[tree_id]
+
+    def _snapshot(self, generation: int, snapshot_id: str, snapshot: Any) -> None:
+        files: list[FileEntry] = []
+        complete = True
+        stack: list[tuple[str, str, int]] = [("", str(snapshot.root), 0)]
+        while stack:
+            prefix, tree_id, depth = stack.pop()
+            if depth > MAX_DEPTH:
+                self.report.add(f"tree {tree_id}", f"nests deeper than {MAX_DEPTH} levels")
+                complete = False
+                continue
+            entries = self._tree(tree_id)
+            if entries is None:
+                complete = False
+                continue
+            for name, node in sorted(entries.items()):
+                path = f"{prefix}{name}"
+                found = self._node(tree_id, path, node)
+                if isinstance(found, FileEntry):
+                    files.append(found)
+                elif isinstance(found, str):
+                    stack.append((path + "/", found, depth + 1))
+                else:
+                    complete = False
+        what = f"snapshot {snapshot_id}"
+        try:
+            manifest = check_manifest(files, self.repo.max_file_size,
+                                      f"generation {generation}")
+        except IntegrityError as error:
+            self.report.add(what, _reason(error))
+            return
+        if complete and (snapshot.files != len(manifest)
+                         or snapshot.bytes != sum(e.size for e in manifest.values())):
+            self.report.add(what, f"counts {snapshot.files} files / {snapshot.bytes} bytes but "
+                            f"its trees hold {len(manifest)} / "
+                            f"{sum(e.size for e in manifest.values())}")
+        for entry in manifest.values():
+            self._file(entry, generation)
+
+    def _node(self, tree_id: str, path: str, node: Any) -> FileEntry | str | None:
+        """A file entry, a subtree id, or None after reporting what is wrong with it."""
+        what = f"tree {tree_id}"
+        try:
+            check_path(path, what)
+        except IntegrityError as error:
+            self.report.add(what, _reason(error))
+            return None
+        if isinstance(node, dict) and node.get("t") == "d":
+            sub = node.get("tree")
+            if isinstance(sub, str):
+                return sub
+        elif isinstance(node, dict) and node.get("t") == "f":
+            try:
+                return FileEntry.from_json(path, node, what)
+            except IntegrityError as error:
+                self.report.add(what, _reason(error))
+                return None
+        self.report.add(what, f"entry {path!r} is malformed")
+        return None
+
+    def _file(self, entry: FileEntry, generation: int) -> None:
+        self.report.files += 1
+        use = _Use(entry.path, generation)
+        if entry.size and not entry.blobs:
+            self.report.add(f"file {entry.path!r} (generation {generation})",
+                            f"has {entry.size} bytes but no blob references")
+        for ref in entry.blobs:
+            self._refs.setdefault(ref, use)
+        self._contents.setdefault((entry.sha256, entry.size, entry.blobs), use)
+
+    # -- packs and indexes ------------------------------------------------------------------
+
+    def _packs_and_indexes(self) -> None:
+        report = self.report
+        backend = self.session.backend
+        packs = set(backend.list("packs/"))
+        indexed: dict[str, set[tuple[str, int, int]]] = {}
+        for key in sorted(backend.list("index/")):
+            index_id = key.rpartition("/")[2]
+            report.indexes += 1
+            try:
+                refs = self.repo.load_index(index_id)
+            except IntegrityError as error:
+                report.add(f"index {index_id}", _reason(error))
+                continue
+            for blob_id, pack, offset, length in refs:
+                indexed.setdefault(pack, set()).add((blob_id, offset, length))
+        referenced: set[str] = set()
+        report.blobs = len({ref[0] for ref in self._refs})
+        for ref, use in sorted(self._refs.items()):
+            blob_id, pack, offset, length = ref
+            referenced.add(pack)
+            where = f"(file {use.path!r}, generation {use.generation})"
+            if pack not in packs:
+                report.add(f"pack {pack}", f"is missing from the store {where}")
+            elif (blob_id, offset, length) not in indexed.get(pack, set()):
+                report.add(f"blob {blob_id[:16]}", f"in {pack} is not listed by any index "
+                           f"{where}")
+        report.packs = len(referenced & packs)
+        report.unreferenced_packs = len(packs - referenced)
+
+    # -- --read-data ------------------------------------------------------------------------
+
+    def _read_data(self) -> None:
+        report = self.report
+        bad: set[BlobRef] = set()
+        read: set[BlobRef] = set()
+        for (sha, size, blobs), use in sorted(self._contents.items()):
+            digest = hashlib.sha256()
+            total = 0
+            for ref in blobs:  # one blob in memory at a time, whatever the file's size
+                data = self._blob(ref, use, bad, read)
+                if data is None:
+                    break
+                digest.update(data)
+                total += len(data)
+            else:
+                if total != size or digest.hexdigest() != sha:
+                    report.add(f"file {use.path!r} (generation {use.generation})",
+                               f"content is {total} bytes with SHA-256 "
+                               f"{digest.hexdigest()[:16]}, its entry says {size} bytes with "
+                               f"{sha[:16]}")
+
+    def _blob(self, ref: BlobRef, use: _Use, bad: set[BlobRef], read: set[BlobRef]
+              ) -> bytes | None:
+        if ref in bad:
+            return None
+        try:
+            data = self.repo.read_blob(ref)
+        except IntegrityError as error:
+            self.report.add(f"blob {ref[0][:16]}", f"{_reason(error)} (file {use.path!r}, "
+                            f"generation {use.generation})")
+            bad.add(ref)
+            return None
+        if ref not in read:
+            read.add(ref)
+            self.report.blobs_read += 1
+            self.report.bytes_read += len(data)
+        return data
+
+
+def check(session: Session, *, read_data: bool = False) -> CheckReport:
+    """Verify the store behind `session`; the report lists every problem found."""
+    return Checker(session, read_data=read_data).run()
