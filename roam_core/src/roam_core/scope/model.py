@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from roam_core.errors import ConfigError
-from roam_core.scope.patterns import Glob, Relation
+from roam_core.scope.chain import Chain, ChainCache, Rule
+from roam_core.scope.patterns import Glob
 from roam_core.types import Scope, ScopeRule, ScopeRuleSet
 
 if TYPE_CHECKING:
@@ -45,28 +46,6 @@ class Entry:
     stat: os.stat_result
 
 
-@dataclass(frozen=True)
-class Rule:
-    """A compiled rule with where it came from (`core`, `rules.yaml:LINE` or a provider)."""
-
-    pattern: str
-    scope: Scope
-    reason: str
-    source: str
-    layer: str  # "hard", "user" or "provider"
-    tier: str = ""
-    active: bool = True
-    glob: Glob | None = None
-
-    def matches(self, rel: str) -> bool:
-        return self.glob is not None and self.glob.matches(rel)
-
-    def as_json(self) -> dict[str, Any]:
-        return {"pattern": self.pattern, "scope": self.scope.value, "source": self.source,
-                "layer": self.layer, "reason": self.reason, "tier": self.tier,
-                "active": self.active}
-
-
 def _compile(rule: ScopeRule, source: str, layer: str, *, active: bool = True,
              ignore_case: bool = False) -> Rule:
     return Rule(rule.pattern, rule.scope, rule.reason, source, layer, rule.tier, active,
@@ -78,75 +57,6 @@ def safe_rel(rel: str) -> bool:
     if not rel or rel.startswith("/") or "\x00" in rel:
         return False
     return all(part not in ("", ".", "..") for part in rel.split("/"))
-
-
-@dataclass
-class _Chain:
-    """The rules that can still match below some folder, in precedence order."""
-
-    hard: list[Rule]
-    user: list[Rule]
-    providers: list[tuple[str, list[Rule]]]
-
-    def narrow(self, segments: tuple[str, ...]) -> _Chain:
-        """Only the rules that can match something below the folder `segments`."""
-        return _Chain(_narrow(self.hard, segments), _narrow(self.user, segments),
-                      [(name, _narrow(rules, segments)) for name, rules in self.providers])
-
-    def decide(self, rel: str) -> Rule | None:
-        """The deciding rule for the file `rel`, or None for the default (ignored)."""
-        for rules in (self.hard, self.user):
-            for rule in rules:
-                if rule.matches(rel):
-                    return rule
-        best: Rule | None = None
-        for _name, rules in self.providers:
-            found = next((rule for rule in rules if rule.matches(rel)), None)
-            if found is not None and (best is None
-                                      or found.scope.strictness > best.scope.strictness):
-                best = found
-        return best
-
-    def could_share(self, segments: tuple[str, ...]) -> bool:
-        """Whether any path below the folder could be shared (False means: never enter it)."""
-        for rules in (self.hard, self.user):
-            for rule in rules:
-                relation = _relation(rule, segments)
-                if relation is Relation.NONE:
-                    continue
-                if rule.scope is Scope.SHARED:
-                    return True
-                if relation is Relation.COVERS:
-                    return False
-        maybe_shared = False
-        for _name, rules in self.providers:
-            for rule in rules:
-                relation = _relation(rule, segments)
-                if relation is Relation.NONE:
-                    continue
-                if rule.scope is Scope.SHARED:
-                    maybe_shared = True
-                    break
-                if relation is Relation.COVERS:
-                    return False  # this provider says non-shared for every path below
-        return maybe_shared
-
-
-def _relation(rule: Rule, segments: tuple[str, ...]) -> Relation:
-    assert rule.glob is not None
-    return rule.glob.relation(segments)
-
-
-def _narrow(rules: list[Rule], segments: tuple[str, ...]) -> list[Rule]:
-    kept: list[Rule] = []
-    for rule in rules:
-        relation = _relation(rule, segments)
-        if relation is Relation.NONE:
-            continue
-        kept.append(rule)
-        if relation is Relation.COVERS:
-            break  # nothing after a covering rule can ever be reached below this folder
-    return kept
 
 
 class ScopeModel:
@@ -174,7 +84,8 @@ class ScopeModel:
                 (compiled if active else self._inactive).append(item)
             self._providers.append((rule_set.provider, compiled))
         self._tiers = sorted(tiers)
-        self._chain = _Chain(self._hard, self._user, self._providers)
+        self._chain = Chain(self._hard, self._user, self._providers)
+        self._chains = ChainCache(self._chain)
 
     # -- classification ------------------------------------------------------------------
 
@@ -186,7 +97,7 @@ class ScopeModel:
         """The class of `rel` and a human reason naming the rule and who made it."""
         if not safe_rel(rel):
             return Scope.IGNORED, UNSAFE_REASON
-        rule = self._chain.decide(rel)
+        rule = self._chains.decide(rel)
         if rule is None:
             return Scope.IGNORED, DEFAULT_REASON
         return rule.scope, describe(rule)
@@ -198,14 +109,14 @@ class ScopeModel:
             return True
         if not safe_rel(dir_rel):
             return False
-        return self._chain.could_share(tuple(dir_rel.split("/")))
+        return self._chains.could_share(tuple(dir_rel.split("/")))
 
     def explain_dir(self, dir_rel: str) -> tuple[Scope, str]:
         """A folder's class: shared when something below it could be, else its folder rule."""
         dir_rel = dir_rel.strip("/")
         if not safe_rel(dir_rel):
             return Scope.IGNORED, UNSAFE_REASON
-        rule = self._chain.decide(f"{dir_rel}/{_PROBE}")
+        rule = self._chains.decide(f"{dir_rel}/{_PROBE}")
         if self.could_share(dir_rel):
             if rule is not None and rule.scope is Scope.SHARED:
                 return Scope.SHARED, describe(rule)

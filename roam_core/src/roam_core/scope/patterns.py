@@ -125,12 +125,15 @@ class Glob:
     ignore_case: bool = False
     segments: tuple[str, ...] = field(init=False)
     directory: bool = field(init=False)
+    source: str = field(init=False, repr=False, compare=False)
     _regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
     #: folder segments → automaton states there; a walk asks about every folder, and each
     #: answer is one step from its parent's (without it a large home's walk took seconds)
     _states: dict[tuple[str, ...], frozenset[int]] = field(
         init=False, repr=False, compare=False, default_factory=dict)
     _relations: dict[frozenset[int], Relation] = field(
+        init=False, repr=False, compare=False, default_factory=dict)
+    _names: dict[frozenset[int], str | None] = field(
         init=False, repr=False, compare=False, default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -141,7 +144,8 @@ class Glob:
         flags = re.DOTALL | (re.IGNORECASE if self.ignore_case else 0)
         object.__setattr__(self, "segments", segments)
         object.__setattr__(self, "directory", directory)
-        object.__setattr__(self, "_regex", re.compile(_translate(segments) + r"\Z", flags))
+        object.__setattr__(self, "source", _translate(segments))
+        object.__setattr__(self, "_regex", re.compile(self.source + r"\Z", flags))
 
     def matches(self, rel: str) -> bool:
         """Whether the relative POSIX path `rel` (a file) matches."""
@@ -162,6 +166,30 @@ class Glob:
             else:
                 found = Relation.NONE
             self._relations[states] = found
+        return found
+
+    def name_source(self, dir_segments: tuple[str, ...]) -> str | None:
+        """A regex (source) for the names of files directly in a folder that this matches.
+
+        None when no file directly in that folder can match. Lets the walk decide a file
+        from its name alone, once the folder's part of every pattern has been consumed.
+        """
+        states = self._states_below(dir_segments)
+        if states in self._names:
+            return self._names[states]
+        size = len(self.segments)
+        options: list[str] = []
+        for state in sorted(states):
+            if state >= size:
+                continue
+            segment = self.segments[state]
+            if segment == "**":
+                if size in self._closure({state}):
+                    options.append("[^/]+")
+            elif size in self._closure({state + 1}):
+                options.append(_translate_segment(segment))
+        found = "|".join(dict.fromkeys(options)) or None
+        self._names[states] = found
         return found
 
     def _states_below(self, dir_segments: tuple[str, ...]) -> frozenset[int]:
@@ -200,3 +228,16 @@ class Glob:
             elif _segment_regex(segment, self.ignore_case).match(name):
                 following.add(state + 1)
         return following
+
+
+@lru_cache(maxsize=4096)
+def first_match_regex(sources: tuple[str, ...], ignore_case: bool) -> re.Pattern[str]:
+    """One regex for an ordered list of alternatives: `lastgroup` names the first that matches.
+
+    Alternatives are tried in order and each is anchored at both ends, so the alternative
+    that matches is the first matching rule: first-match-wins in one call into the regex
+    engine instead of one call per rule.
+    """
+    body = "|".join(f"(?P<g{index}>(?:{source}))\\Z" for index, source in enumerate(sources))
+    flags = re.DOTALL | (re.IGNORECASE if ignore_case else 0)
+    return re.compile(f"(?:{body})", flags)

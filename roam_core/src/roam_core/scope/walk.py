@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 from roam_core.types import Scope
 
 if TYPE_CHECKING:
-    from roam_core.scope.model import Entry, _Chain
+    from roam_core.scope.chain import Chain
+    from roam_core.scope.model import Entry
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -38,46 +39,44 @@ def _problem(name: str) -> str | None:
     return None
 
 
-def _would_share(rules: _Chain, parts: tuple[str, ...], rel: str) -> bool:
-    """Whether `rel` would have been shared as a file, or entered as a folder."""
-    decided = rules.decide(rel)
-    return (decided is not None and decided.scope is Scope.SHARED) or rules.could_share(parts)
+def _would_share(rules: Chain, name: str) -> bool:
+    """Whether `name` would have been shared as a file, or entered as a folder."""
+    decided = rules.decide_name(name)
+    return (decided is not None and decided.scope is Scope.SHARED) or rules.could_share(name)
 
 
-def walk_shared(root: Path, chain: _Chain, skipped: list[tuple[str, str]]) -> list[Entry]:
+def walk_shared(root: Path, chain: Chain, skipped: list[tuple[str, str]]) -> list[Entry]:
     """Every shared regular file below `root` (unsorted), recording what was skipped."""
     from roam_core.scope.model import Entry
 
     found: list[Entry] = []
-    pending: list[tuple[tuple[str, ...], str, _Chain]] = [((), os.fspath(root), chain)]
+    pending: list[tuple[str, Path, Chain]] = [("", root, chain)]
     while pending:
-        segments, folder, rules = pending.pop()
+        prefix, folder, rules = pending.pop()
         try:
             with os.scandir(folder) as listing:
                 items = list(listing)
         except FileNotFoundError:
             continue
         except OSError as error:
-            if segments:
-                skipped.append(("/".join(segments) + "/", f"cannot read folder: "
-                                f"{error.strerror or error}"))
+            if prefix:
+                skipped.append((prefix, f"cannot read folder: {error.strerror or error}"))
             continue
         for item in items:
-            parts = (*segments, item.name)
-            rel = "/".join(parts)
-
-            problem = _problem(item.name)
+            name = item.name
+            rel = prefix + name
+            problem = _problem(name)
             if problem is None and item.is_symlink():
                 problem = "symbolic link (never followed)"
             if problem is not None:
-                if _would_share(rules, parts, rel):
+                if _would_share(rules, name):
                     skipped.append((display_name(rel), problem))
                 continue
             if item.is_dir(follow_symlinks=False):
-                if rules.could_share(parts):
-                    pending.append((parts, item.path, rules.narrow(parts)))
+                if rules.could_share(name):
+                    pending.append((rel + "/", folder / name, rules.narrow(name)))
                 continue
-            decided = rules.decide(rel)
+            decided = rules.decide_name(name)
             if decided is None or decided.scope is not Scope.SHARED:
                 continue
             try:
@@ -87,5 +86,5 @@ def walk_shared(root: Path, chain: _Chain, skipped: list[tuple[str, str]]) -> li
             if not stat_module.S_ISREG(info.st_mode):
                 skipped.append((rel, "not a regular file"))
                 continue
-            found.append(Entry(rel, Path(item.path), info))
+            found.append(Entry(rel, folder / name, info))
     return found
