@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from roam_core import __version__
 from roam_core.engine import inventory
 from roam_core.engine import remote as remote_module
+from roam_core.engine.journal import kill_point
 from roam_core.engine.progress import ProgressSink
 from roam_core.engine.scan import (
     LocalFile,
@@ -139,6 +140,7 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
         if progress is not None:
             progress.advance(size, files=1)
     packer.finish()
+    kill_point("push:packs")
     for rel, (sha, size, blob_ids, mode) in pending.items():
         manifest[rel] = FileEntry(rel, size, mode, sha, "shared", packer.refs(blob_ids))
     result.uploaded_bytes = packer.uploaded_bytes
@@ -159,6 +161,7 @@ def _publish(session: Session, state: LocalState, view: remote_module.RemoteView
              manifest: Manifest, result: PushResult, projections: dict[str, str]) -> None:
     repo = session.repo
     root = repo.write_manifest(manifest)
+    kill_point("push:trees")
     generation = view.head.generation + 1
     roster = {name: dict(info) for name, info in view.snapshot.roster.items()}
     roster[session.device] = {"last_push": generation, "last_pull": state.last_pull,
@@ -168,12 +171,15 @@ def _publish(session: Session, state: LocalState, view: remote_module.RemoteView
                         __version__, hermes_version(), roster, len(manifest),
                         sum(entry.size for entry in manifest.values()))
     snapshot_id = repo.write_snapshot(snapshot)
+    kill_point("push:snapshot")
     head = Head(generation, snapshot_id, view.head.store, session.device, snapshot.created)
     try:
         repo.write_head(head, view.head.version)
     except RefConflict:
         raise ConflictError("the remote head moved ahead — run roam pull first") from None
+    kill_point("push:head")
     raise_floor(session.state_dir, session.backend.identity(), generation)
+    kill_point("push:state")
     state.generation = generation
     state.snapshot = snapshot_id
     state.last_push = generation
