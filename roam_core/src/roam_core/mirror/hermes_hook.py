@@ -2,8 +2,9 @@
 
 `on_post_llm_call` runs on the agent's thread (0.19) or a hook worker (newer Hermes). It
 never raises and never touches the network: it reads the settings (cached), the session's
-title from state.db (read-only, 50 ms at most), redacts, appends to the spool with one
-fsync and wakes the background sender. If redaction is unavailable the raw turn is spooled
+title from state.db (read-only, 50 ms at most), redacts, appends to the spool (the
+bytes are in the kernel, so an exit right after loses nothing; the background sender
+fsyncs) and wakes the sender. If redaction is unavailable the raw turn is spooled
 locally (0600, never synced) and held unsent, with the reason, until redaction works.
 """
 
@@ -78,6 +79,6 @@ def _spool_turn(kwargs: dict[str, Any]) -> bool:
         event = redact_event(event, home.root)
     except RedactionUnavailable as error:
         log.warning("roam mirror: turn held unsent: %s", error)
-    Spool(home.root).append(event)
+    Spool(home.root).append(event, sync=False)  # the sender fsyncs, off this thread
     sender.ensure_started(home.root)
     return True

@@ -108,6 +108,7 @@ class Sender:
     def drain_once(self, force: bool = False) -> DrainResult:
         """Deliver what is pending; `force` ignores backoff and terminal marks (flush)."""
         result = DrainResult()
+        self.spool.sync_events()
         with self.spool.sender_lock() as acquired:
             if not acquired:
                 result.busy = True

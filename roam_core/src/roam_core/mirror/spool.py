@@ -165,7 +165,7 @@ class Spool:
 
     # -- appending -----------------------------------------------------------------------
 
-    def _append(self, path: Path, records: Iterable[dict[str, Any]]) -> None:
+    def _append(self, path: Path, records: Iterable[dict[str, Any]], sync: bool = True) -> None:
         payload = b"".join(json.dumps(r, separators=(",", ":")).encode() + b"\n"
                            for r in records)
         if not payload:
@@ -177,18 +177,33 @@ class Spool:
                 if size and os.pread(fd, 1, size - 1) != b"\n":
                     payload = b"\n" + payload  # a previous writer died mid-line
                 os.write(fd, payload)
-                os.fsync(fd)
+                if sync:
+                    os.fsync(fd)
             finally:
                 os.close(fd)
             if size == 0:
                 _fsync_dir(self.dir)
 
-    def append(self, event: TurnEvent) -> None:
-        """Durably add `event` (or supersede an earlier record of the same id)."""
-        self.append_many([event])
+    def append(self, event: TurnEvent, sync: bool = True) -> None:
+        """Add `event` (or supersede an earlier record of the same id).
 
-    def append_many(self, events: Iterable[TurnEvent]) -> None:
-        self._append(self.events_path, ({"kind": "event", **e.to_json()} for e in events))
+        With `sync=False` (the per-turn hook) the bytes are in the kernel when this returns,
+        so a process that exits or crashes right after loses nothing; the fsync that also
+        covers a power loss is left to the sender (`sync_events`), off the agent's thread.
+        """
+        self.append_many([event], sync=sync)
+
+    def append_many(self, events: Iterable[TurnEvent], sync: bool = True) -> None:
+        self._append(self.events_path, ({"kind": "event", **e.to_json()} for e in events), sync)
+
+    def sync_events(self) -> None:
+        """Flush the event log to disk (the hook appends without waiting for the disk)."""
+        with contextlib.suppress(OSError):
+            fd = os.open(self.events_path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
 
     def record_delivery(self, receipt: Receipt) -> None:
         """Durably note that a sink delivered an event."""
