@@ -9,6 +9,7 @@ once per folder; `ScopeModel.classify` narrows to a path's folder through a smal
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,18 +44,52 @@ def _glob(rule: Rule) -> Glob:
     return rule.glob
 
 
+@dataclass(frozen=True)
+class _Live:
+    """A rule that can still match inside some folder, with its automaton there."""
+
+    rule: Rule
+    states: frozenset[int]
+    relation: Relation
+
+
+Lives = tuple[_Live, ...]
+
+
+def _start(rules: list[Rule]) -> Lives:
+    return _settle([_Live(r, _glob(r).start(), Relation.MAYBE) for r in rules],
+                   lambda live: live.states)
+
+
+def _settle(lives: list[_Live], states_of: Callable[[_Live], frozenset[int]]) -> Lives:
+    kept: list[_Live] = []
+    for live in lives:
+        states = states_of(live)
+        relation = _glob(live.rule).relation_at(states) if states else Relation.NONE
+        if relation is Relation.NONE:
+            continue
+        kept.append(_Live(live.rule, states, relation))
+        if relation is Relation.COVERS:
+            break  # nothing after a covering rule can ever be reached below this folder
+    return tuple(kept)
+
+
+def _descend(lives: Lives, name: str) -> Lives:
+    return _settle(list(lives), lambda live: _glob(live.rule).advance(live.states, name))
+
+
 class _Layer:
     """An ordered rule list answering "which rule matches this name first" in one call."""
 
-    def __init__(self, rules: list[Rule], folder: tuple[str, ...]) -> None:
+    def __init__(self, lives: Lives) -> None:
         self.rules: list[Rule] = []
         sources: list[str] = []
-        for rule in rules:
-            source = _glob(rule).name_source(folder)
+        for live in lives:
+            source = _glob(live.rule).name_source(live.states)
             if source is not None:
-                self.rules.append(rule)
+                self.rules.append(live.rule)
                 sources.append(source)
-        ignore_case = bool(rules) and all(_glob(rule).ignore_case for rule in rules)
+        ignore_case = bool(lives) and all(_glob(live.rule).ignore_case for live in lives)
         self._regex = first_match_regex(tuple(sources), ignore_case) if sources else None
 
     def first(self, name: str) -> Rule | None:
@@ -64,43 +99,52 @@ class _Layer:
         return None if found is None else self.rules[int(str(found.lastgroup)[1:])]
 
 
-def _narrow(rules: list[Rule], folder: tuple[str, ...]) -> list[Rule]:
-    kept: list[Rule] = []
-    for rule in rules:
-        relation = _glob(rule).relation(folder)
-        if relation is Relation.NONE:
-            continue
-        kept.append(rule)
-        if relation is Relation.COVERS:
-            break  # nothing after a covering rule can ever be reached below this folder
-    return kept
+def _shareable(lives: Lives) -> bool | None:
+    """True: a shared rule may apply; False: a non-shared rule covers all; None: no answer."""
+    for live in lives:
+        if live.rule.scope is Scope.SHARED:
+            return True
+        if live.relation is Relation.COVERS:
+            return False
+    return None
 
 
 class Chain:
-    """The rules that can still match below `folder`, in precedence order."""
+    """The rules that can still match inside one folder, in precedence order."""
 
-    def __init__(self, hard: list[Rule], user: list[Rule],
-                 providers: list[tuple[str, list[Rule]]], folder: tuple[str, ...] = ()) -> None:
+    def __init__(self, hard: Lives, user: Lives, providers: tuple[Lives, ...]) -> None:
         self.hard = hard
         self.user = user
         self.providers = providers
-        self.folder = folder
         self._layers: list[_Layer] | None = None
         self._provider_layers: list[_Layer] = []
 
+    @classmethod
+    def at_root(cls, hard: list[Rule], user: list[Rule],
+                providers: list[list[Rule]]) -> Chain:
+        return cls(_start(hard), _start(user), tuple(_start(rules) for rules in providers))
+
     def narrow(self, name: str) -> Chain:
-        """The chain inside the subfolder `name` of this chain's folder."""
-        folder = (*self.folder, name)
-        return Chain(_narrow(self.hard, folder), _narrow(self.user, folder),
-                     [(provider, _narrow(rules, folder)) for provider, rules in self.providers],
-                     folder)
+        """The chain inside the subfolder `name`: one automaton step for each live rule."""
+        return Chain(_descend(self.hard, name), _descend(self.user, name),
+                     tuple(_descend(lives, name) for lives in self.providers))
+
+    def shareable(self) -> bool:
+        """Whether anything inside this folder could be shared (False: never enter it)."""
+        for lives in (self.hard, self.user):
+            answer = _shareable(lives)
+            if answer is not None:
+                return answer
+        answers = [_shareable(lives) for lives in self.providers]
+        if False in answers:
+            return False  # one provider says non-shared for every path: the strictest wins
+        return True in answers
 
     def decide_name(self, name: str) -> Rule | None:
         """The deciding rule for the file `name` directly in this folder (None: default)."""
         if self._layers is None:  # built on first use: many folders only hold folders
-            self._layers = [_Layer(self.hard, self.folder), _Layer(self.user, self.folder)]
-            self._provider_layers = [_Layer(rules, self.folder)
-                                     for _provider, rules in self.providers if rules]
+            self._layers = [_Layer(self.hard), _Layer(self.user)]
+            self._provider_layers = [_Layer(lives) for lives in self.providers if lives]
         for layer in self._layers:
             found = layer.first(name)
             if found is not None:
@@ -113,34 +157,9 @@ class Chain:
                 best = found
         return best
 
-    def could_share(self, name: str) -> bool:
-        """Whether any path below the subfolder `name` could be shared (False: never enter)."""
-        folder = (*self.folder, name)
-        for rules in (self.hard, self.user):
-            for rule in rules:
-                relation = _glob(rule).relation(folder)
-                if relation is Relation.NONE:
-                    continue
-                if rule.scope is Scope.SHARED:
-                    return True
-                if relation is Relation.COVERS:
-                    return False
-        maybe_shared = False
-        for _provider, rules in self.providers:
-            for rule in rules:
-                relation = _glob(rule).relation(folder)
-                if relation is Relation.NONE:
-                    continue
-                if rule.scope is Scope.SHARED:
-                    maybe_shared = True
-                    break
-                if relation is Relation.COVERS:
-                    return False  # this provider says non-shared for every path below
-        return maybe_shared
-
 
 class ChainCache:
-    """Chains by folder, narrowed one step from their parent's; bounded."""
+    """Chains by folder, each narrowed one step from its parent's; bounded."""
 
     LIMIT = 4096
 
@@ -162,4 +181,4 @@ class ChainCache:
         return self.get(tuple(folder)).decide_name(name)
 
     def could_share(self, folder: tuple[str, ...]) -> bool:
-        return self.get(folder[:-1]).could_share(folder[-1])
+        return self.get(folder).shareable()

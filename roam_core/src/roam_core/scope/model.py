@@ -84,7 +84,8 @@ class ScopeModel:
                 (compiled if active else self._inactive).append(item)
             self._providers.append((rule_set.provider, compiled))
         self._tiers = sorted(tiers)
-        self._chain = Chain(self._hard, self._user, self._providers)
+        self._chain = Chain.at_root(self._hard, self._user,
+                                    [rules for _name, rules in self._providers])
         self._chains = ChainCache(self._chain)
 
     # -- classification ------------------------------------------------------------------

@@ -127,10 +127,8 @@ class Glob:
     directory: bool = field(init=False)
     source: str = field(init=False, repr=False, compare=False)
     _regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
-    #: folder segments → automaton states there; a walk asks about every folder, and each
-    #: answer is one step from its parent's (without it a large home's walk took seconds)
-    _states: dict[tuple[str, ...], frozenset[int]] = field(
-        init=False, repr=False, compare=False, default_factory=dict)
+    #: answers per automaton state set; a pattern has only a handful of distinct sets, so
+    #: these stay small however many folders a walk visits
     _relations: dict[frozenset[int], Relation] = field(
         init=False, repr=False, compare=False, default_factory=dict)
     _names: dict[frozenset[int], str | None] = field(
@@ -151,11 +149,26 @@ class Glob:
         """Whether the relative POSIX path `rel` (a file) matches."""
         return self._regex.match(rel) is not None
 
+    # The pattern as an automaton over folder names: a walk carries each pattern's state set
+    # from a folder to its subfolders, one step per level, instead of re-reading the path.
+
+    def start(self) -> frozenset[int]:
+        """The automaton's states at the root of the home."""
+        return frozenset(self._closure({0}))
+
+    def advance(self, states: frozenset[int], name: str) -> frozenset[int]:
+        """The states inside the subfolder `name` of a folder whose states are `states`."""
+        return frozenset(self._closure(self._step(set(states), name))) if states else states
+
     def relation(self, dir_segments: tuple[str, ...]) -> Relation:
         """Whether this pattern matches none, some or all paths strictly below a directory."""
-        states = self._states_below(dir_segments)
-        if not states:
-            return Relation.NONE
+        states = self.start()
+        for name in dir_segments:
+            states = self.advance(states, name)
+        return self.relation_at(states)
+
+    def relation_at(self, states: frozenset[int]) -> Relation:
+        """`relation` for the folder where the automaton is in `states`."""
         found = self._relations.get(states)
         if found is None:
             size = len(self.segments)
@@ -168,13 +181,12 @@ class Glob:
             self._relations[states] = found
         return found
 
-    def name_source(self, dir_segments: tuple[str, ...]) -> str | None:
-        """A regex (source) for the names of files directly in a folder that this matches.
+    def name_source(self, states: frozenset[int]) -> str | None:
+        """A regex (source) for the names of files directly in the folder at `states`.
 
-        None when no file directly in that folder can match. Lets the walk decide a file
-        from its name alone, once the folder's part of every pattern has been consumed.
+        None when no file directly in that folder can match. Lets a file be decided from
+        its name alone, once the folder's part of every pattern has been consumed.
         """
-        states = self._states_below(dir_segments)
         if states in self._names:
             return self._names[states]
         size = len(self.segments)
@@ -190,20 +202,6 @@ class Glob:
                 options.append(_translate_segment(segment))
         found = "|".join(dict.fromkeys(options)) or None
         self._names[states] = found
-        return found
-
-    def _states_below(self, dir_segments: tuple[str, ...]) -> frozenset[int]:
-        found = self._states.get(dir_segments)
-        if found is None:
-            if not dir_segments:
-                found = frozenset(self._closure({0}))
-            else:
-                parent = self._states_below(dir_segments[:-1])
-                found = frozenset(self._closure(self._step(set(parent), dir_segments[-1]))
-                                  if parent else ())
-            if len(self._states) > 65536:
-                self._states.clear()  # bounded: a cache, not a record
-            self._states[dir_segments] = found
         return found
 
     def _closure(self, states: set[int]) -> set[int]:

@@ -42,7 +42,8 @@ def _problem(name: str) -> str | None:
 def _would_share(rules: Chain, name: str) -> bool:
     """Whether `name` would have been shared as a file, or entered as a folder."""
     decided = rules.decide_name(name)
-    return (decided is not None and decided.scope is Scope.SHARED) or rules.could_share(name)
+    return (decided is not None and decided.scope is Scope.SHARED) \
+        or rules.narrow(name).shareable()
 
 
 def walk_shared(root: Path, chain: Chain, skipped: list[tuple[str, str]]) -> list[Entry]:
@@ -73,8 +74,9 @@ def walk_shared(root: Path, chain: Chain, skipped: list[tuple[str, str]]) -> lis
                     skipped.append((display_name(rel), problem))
                 continue
             if item.is_dir(follow_symlinks=False):
-                if rules.could_share(name):
-                    pending.append((rel + "/", folder / name, rules.narrow(name)))
+                inside = rules.narrow(name)
+                if inside.shareable():
+                    pending.append((rel + "/", folder / name, inside))
                 continue
             decided = rules.decide_name(name)
             if decided is None or decided.scope is not Scope.SHARED:
