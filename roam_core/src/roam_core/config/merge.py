@@ -206,7 +206,7 @@ class _Fallback(Exception):
 
 def _apply_round_trip(document: Any, edits: Sequence[_Edit]) -> None:
     for edit in edits:
-        parent = document
+        parent: Any = document
         for key in edit.path[:-1]:
             if not isinstance(parent, dict) or key not in parent:
                 raise _Fallback
