@@ -222,7 +222,10 @@ def _apply_round_trip(document: Any, edits: Sequence[_Edit]) -> None:
         else:
             keys = list(parent)
             position = keys.index(edit.after) + 1 if edit.after in keys else len(keys)
-            parent.insert(position, key, copy.deepcopy(edit.value))
+            insert = getattr(parent, "insert", None)  # a round-trip map keeps key order
+            if insert is None:
+                raise _Fallback
+            insert(position, key, copy.deepcopy(edit.value))
 
 
 def _render(local_text: str, merged: dict[Any, Any], edits: Sequence[_Edit]) -> tuple[str, bool]:
