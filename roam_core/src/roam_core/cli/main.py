@@ -63,8 +63,12 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Console-script entry point."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words == ["--version"]:  # answered before any command module is imported
+        print(f"roam {__version__}")
+        return 0
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(words)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="roam: %(message)s")
     return run(args)
