@@ -77,6 +77,14 @@ def test_repository_paths_in_install_commands_exist() -> None:
                 assert (REPO / path).exists(), f"{block.where}: ./{path} does not exist"
 
 
+def test_code_excerpts_match_the_templates() -> None:
+    excerpts = [block for block in ALL_BLOCKS if "excerpt" in block.options]
+    assert len(excerpts) >= 4
+    for block in excerpts:
+        source = (REPO / block.options["excerpt"]).read_text(encoding="utf-8")
+        assert block.text in source, f"{block.where}: excerpt no longer matches the file"
+
+
 # -- links -----------------------------------------------------------------------------
 
 

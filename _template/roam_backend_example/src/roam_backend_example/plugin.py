@@ -18,8 +18,8 @@ SETTINGS = (
 
 
 def _factory(settings: Mapping[str, Any], context: PluginContext) -> Backend:
-    # Validate settings here and fail with a one-line ConfigError; never touch the store:
-    # `roam backends list` and `roam doctor` build backends without wanting I/O.
+    # Validate settings here and fail with a one-line ConfigError, but never touch the
+    # store: the factory runs before any deadline applies; the first backend call may.
     raw = settings.get("example_path")
     if not isinstance(raw, str) or not raw.strip():
         raise ConfigError("backend example needs the setting example_path "
