@@ -362,6 +362,7 @@ def cli_reference() -> str:
 
 BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {
     "settings": ("settings.md", settings_block),
+    "guide-settings": ("user-guide.md", settings_block),
     "tiers": ("what-syncs.md", tiers_block),
     "host-keys": ("what-syncs.md", host_keys_block),
 }
