@@ -107,6 +107,13 @@ class Home:
         root.mkdir(parents=True, exist_ok=True)
         (root / "config.yaml").write_text(settings_yaml(name, self.settings))
 
+    def copy(self, root: Path) -> Home:
+        """A byte copy of this home (state included) at `root`, for a control run."""
+        shutil.copytree(self.root, root, symlinks=True)
+        twin = object.__new__(Home)
+        twin.__dict__.update(self.__dict__, root=root)
+        return twin
+
     def roam(self, *args: str) -> Result:
         """The CLI in this process (needs a `Runner`)."""
         if self.runner is None:
