@@ -151,9 +151,9 @@ class Install:
                           f"{TEMP_PREFIX}{self.stamp}-{index}")
             if op.expect is not None:
                 op.backup = str(self.backup_dir / op.rel)
-        self._journal("staging")
-        kill_point("journal:staged")
-        try:
+        try:  # a failed journal write is rolled back like any other step
+            self._journal("staging")
+            kill_point("journal:staged")
             self._stage()
             syncfs(self.root)
             kill_point("journal:synced")
@@ -163,6 +163,7 @@ class Install:
                 kill_point(f"journal:op:{number}")
             syncfs(self.root)
             kill_point("journal:installed")
+            self._journal("committed", new_state)
         except BaseException as error:
             problems = rollback(self.root, self.state_dir, self._loaded())
             (self.state_dir / JOURNAL).unlink(missing_ok=True)
@@ -171,7 +172,6 @@ class Install:
                                 f"({getattr(error, 'filename', '') or ''})"
                                 + (f"; {problems}" if problems else "")) from None
             raise
-        self._journal("committed", new_state)
         kill_point("journal:committed")
         save_state(self.state_dir, new_state)
         (self.state_dir / JOURNAL).unlink(missing_ok=True)
