@@ -285,3 +285,16 @@ def test_full_disk_while_saving_state_keeps_old_state(
     assert (a.root / "roam" / "state.json").read_bytes() == before
     leftovers = [p for p in (a.root / "roam").iterdir() if p.name.startswith(".roam-tmp-")]
     assert leftovers == []
+
+
+def test_emptied_store_is_an_error_not_an_empty_remote(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    a = Device(tmp_path / "a", "a", {"backend": "local", "local_dir": str(store)}, new_key())
+    a.write("SOUL.md", "s\n")
+    a.roam("init", "--create-remote")
+    a.roam("push")
+    shutil.rmtree(store)
+    result = a.roam("status")
+    assert result.code == 1
+    assert "has no HEAD" in result.err
+    assert a.roam("pull").code == 1

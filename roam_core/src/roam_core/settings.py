@@ -60,3 +60,47 @@ def load_settings(root: Path) -> dict[str, Any]:
     merged = dict(DEFAULTS)
     merged.update(data or {})
     return merged
+
+
+def write_settings(root: Path, values: dict[str, Any]) -> None:
+    """Set keys of roam's settings block in the root config.yaml, keeping comments and order.
+
+    The one writer of roam's settings (`roam config set`, `roam auto on|off`): a round-trip
+    parse, the keys set, and an atomic replace that keeps the file's mode.
+    """
+    import io
+
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    from roam_core.engine.fs import write_atomic
+
+    path = root / "config.yaml"
+    yaml = YAML()
+    yaml.preserve_quotes = True
+    try:
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        document = yaml.load(text) if text.strip() else None
+    except YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise ConfigError(f"{where}: {getattr(error, 'problem', None) or 'invalid YAML'}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"cannot read {path}: {error}") from None
+    if document is None:
+        document = {}
+    node = document
+    for part in SETTINGS_PATH:
+        if not isinstance(node, dict):
+            raise ConfigError(f"{path}: {'.'.join(SETTINGS_PATH)} is not a mapping")
+        if node.get(part) is None:
+            node[part] = {}
+        node = node[part]
+    if not isinstance(node, dict):
+        raise ConfigError(f"{path}: {'.'.join(SETTINGS_PATH)} is not a mapping")
+    node.update(values)
+    out = io.StringIO()
+    yaml.dump(document, out)
+    root.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
+    write_atomic(path, out.getvalue().encode("utf-8"), mode=mode)

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import io
 import json
 
 from roam_core.cli.output import emit_json
-from roam_core.engine.fs import write_atomic
-from roam_core.errors import ConfigError, UserError
+from roam_core.errors import UserError
 from roam_core.home import resolve_home
-from roam_core.settings import DEFAULTS, SETTINGS_PATH, load_settings
+from roam_core.settings import DEFAULTS, load_settings, write_settings
 
 
 def _parse_value(raw: str) -> object:
@@ -23,39 +21,7 @@ def _parse_value(raw: str) -> object:
 
 
 def _set(args: argparse.Namespace) -> int:
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
-
-    home = resolve_home(args.home)
-    path = home.config_path
-    yaml = YAML()
-    yaml.preserve_quotes = True
-    try:
-        text = path.read_text(encoding="utf-8") if path.exists() else ""
-        document = yaml.load(text) if text.strip() else None
-    except YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        raise ConfigError(f"{where}: {getattr(error, 'problem', None) or 'invalid YAML'}") from None
-    if document is None:
-        document = {}
-    if not hasattr(document, "get"):
-        raise ConfigError(f"{path}: expected a mapping at the top level")
-    node = document
-    for part in SETTINGS_PATH:
-        child = node.get(part)
-        if child is None:
-            node[part] = {}
-            child = node[part]
-        if not hasattr(child, "get"):
-            raise ConfigError(f"{path}: {part} is not a mapping")
-        node = child
-    node[args.key] = _parse_value(args.value)
-    out = io.StringIO()
-    yaml.dump(document, out)
-    home.root.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, out.getvalue().encode("utf-8"), mode=0o600 if not path.exists()
-                 else path.stat().st_mode & 0o777)
+    write_settings(resolve_home(args.home).root, {args.key: _parse_value(args.value)})
     return 0
 
 

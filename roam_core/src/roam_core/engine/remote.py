@@ -24,6 +24,10 @@ def read_verified_head(session: Session, state: LocalState | None) -> Head | Non
     """HEAD, authenticated, of this fleet's store, and not below this device's rollback floor."""
     head = session.repo.read_head()
     if head is None:
+        if state is not None and state.store:
+            raise IntegrityError(
+                f"the store at {session.backend.identity()} has no HEAD: it was emptied, or "
+                "the backend settings point somewhere else (check roam config get)")
         return None
     if state is not None and state.store and head.store != state.store:
         raise IntegrityError(

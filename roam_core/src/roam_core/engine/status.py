@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from roam_core.engine import inventory
 from roam_core.engine import remote as remote_module
 from roam_core.engine.scan import StatCache, fill_digests, list_shared
 from roam_core.engine.session import Session
@@ -20,6 +21,9 @@ def local_changes(session: Session) -> dict[str, list[str]]:
     cache = StatCache(session.state_dir / "cache")
     fill_digests(files, cache, tuple(getattr(scope, "host_keys", ())))
     cache.save(files)
+    # the plugin inventory is rewritten by every push from what is installed: not a change
+    files.pop(inventory.INVENTORY, None)
+    base.pop(inventory.INVENTORY, None)
     added = sorted(rel for rel in files if rel not in base)
     changed = sorted(rel for rel, item in files.items()
                      if rel in base and (item.sha256 != base[rel].sha256
@@ -41,7 +45,6 @@ def status(session: Session) -> dict[str, Any]:
         "dirty": dirty, "changes": changes, "conflicts": sorted(state.conflicts),
         "reachable": False, "remote_generation": None, "remote_ahead": False,
         "behind": False, "ahead": dirty > 0, "fleet_size": None, "error": None,
-        "pending_push_error": state.pending_push_error,
     }
     scope = session.scope
     if hasattr(scope, "profiles"):

@@ -24,9 +24,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from roam_core.errors import ConfigError
 from roam_core.home import STATE_DIRNAME
-from roam_core.settings import SETTINGS_PATH
 
 STATE_FILE = "auto.json"
 SWITCHES = ("auto_push", "auto_pull_shared")
@@ -146,32 +144,6 @@ def _digest_tree(path: Path, root: Path, digest: Any) -> None:
 
 def write_switches(root: Path, values: dict[str, Any]) -> None:
     """Set keys of `plugins.entries.roam.settings` in the root config.yaml, keeping comments."""
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
+    from roam_core.settings import write_settings
 
-    path = root / "config.yaml"
-    yaml = YAML()
-    yaml.preserve_quotes = True
-    try:
-        text = path.read_text(encoding="utf-8") if path.exists() else ""
-        data = yaml.load(text) if text.strip() else None
-    except (OSError, YAMLError) as error:
-        raise ConfigError(f"cannot update {path}: {str(error).splitlines()[0]}") from None
-    if data is None:
-        data = {}
-    node = data
-    for part in SETTINGS_PATH:
-        if not isinstance(node, dict):
-            raise ConfigError(f"{path}: {'.'.join(SETTINGS_PATH)} is not a mapping")
-        if node.get(part) is None:
-            node[part] = {}
-        node = node[part]
-    if not isinstance(node, dict):
-        raise ConfigError(f"{path}: {'.'.join(SETTINGS_PATH)} is not a mapping")
-    node.update(values)
-    import io
-
-    out = io.StringIO()
-    yaml.dump(data, out)
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
-    _write(path, out.getvalue(), mode)
+    write_settings(root, values)
