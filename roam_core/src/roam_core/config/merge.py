@@ -255,22 +255,26 @@ def merge_config(local_text: str | None, base_projection: str | None, remote_pro
     so they are still conflicts on the next pull.
     """
     patterns = host_patterns(host_keys)
-    remote = project(load_mapping(remote_projection, "remote config projection"), patterns)
+    # the remote as it travels (it becomes the accepted base, whose values this device carries
+    # forward for its own host keys) and as this device may take it (its host keys stripped)
+    received = project(load_mapping(remote_projection, "remote config projection"), ())
+    remote = project(received, patterns)
     if local_text is None:
         text = dump_plain(remote)
         return ConfigMerge(text, True, [path_name((key,)) for key in remote],
-                           accepted_projection=text)
+                           accepted_projection=dump_plain(received))
     local = load_mapping(local_text, "config.yaml")
     merger = _Merger(local, patterns, overwrite_conflicts)
     mine = project(local, patterns)
-    accepted = copy.deepcopy(remote)
+    accepted = copy.deepcopy(received)
     if base_projection is None:
         merger.union_maps((), mine, remote)
     else:
-        base = project(load_mapping(base_projection, "accepted config projection"), patterns)
+        base_received = load_mapping(base_projection, "accepted config projection")
+        base = project(base_received, patterns)
         merger.merge_maps((), mine, base, remote)
         for path in merger.conflicts:  # kept local: still a conflict on the next pull
-            _restore(accepted, base, path)
+            _restore(accepted, base_received, path)
     result = ConfigMerge(local_text, False,
                          [path_name(p) for p in merger.applied if p not in merger.overwritten],
                          [path_name(p) for p in merger.conflicts],

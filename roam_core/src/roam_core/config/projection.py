@@ -9,6 +9,7 @@ order, so an unchanged config always projects to the same bytes.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -140,10 +141,58 @@ def project(data: dict[Any, Any], patterns: Sequence[KeyPattern]) -> dict[Any, A
     return strip(data, ())
 
 
+def _set(tree: dict[Any, Any], path: KeyPath, value: Any) -> None:
+    """Put `value` at `path`, creating mappings; give up where the tree holds a non-mapping."""
+    node = tree
+    for key in path[:-1]:
+        if key not in node:
+            node[key] = {}
+        node = node[key]
+        if not isinstance(node, dict):
+            return
+    node[path[-1]] = copy.deepcopy(value)
+
+
+def carry_forward(projected: dict[Any, Any], local: dict[Any, Any], base: dict[Any, Any],
+                  patterns: Sequence[KeyPattern]) -> dict[Any, Any]:
+    """Put back, from the accepted base, the values of keys this device keeps to itself.
+
+    A key that is host-scoped here (or holds a secret or a home path here) says nothing about
+    the fleet's value: without this, the projection would lack it and every other device
+    would read that as the key being deleted. Carried values are the fleet's, already in the
+    store; anything secret-looking among them is still stripped.
+    """
+    protected = protected_paths(local, patterns)
+    result = copy.deepcopy(projected)
+
+    def visit(node: dict[Any, Any], path: KeyPath) -> None:
+        for key, value in node.items():
+            here = (*path, key)
+            if here in protected or any(pattern.covers(here) for pattern in patterns):
+                clean = project({key: value}, ())
+                if key in clean:
+                    _set(result, here, clean[key])
+            elif isinstance(value, dict):
+                visit(value, here)
+
+    visit(base, ())
+    return result
+
+
 def shared_projection(text: str, *, host_keys: Sequence[str] = (),
-                      source: str = "config.yaml") -> str:
-    """The YAML text of a config that travels; `ConfigError(source:line)` when malformed."""
+                      source: str = "config.yaml", base: str | None = None) -> str:
+    """The YAML text of a config that travels; `ConfigError(source:line)` when malformed.
+
+    `base` is the projection this device last accepted (or pushed) for this file: keys this
+    device keeps to itself carry the base's value forward instead of vanishing.
+    """
     for key in host_keys:
         if not isinstance(key, str) or not key or any(not part for part in key.split(".")):
             raise ConfigError(f"host key {key!r} must be a dotted key path")
-    return dump_plain(project(load_mapping(text, source), host_patterns(host_keys)))
+    patterns = host_patterns(host_keys)
+    local = load_mapping(text, source)
+    projected = project(local, patterns)
+    if base is not None:
+        projected = carry_forward(projected, local,
+                                  load_mapping(base, "accepted config projection"), patterns)
+    return dump_plain(projected)
