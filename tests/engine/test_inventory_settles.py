@@ -4,16 +4,12 @@ Found while writing the user guide: `roam/installed-plugins.json` is rewritten f
 device's plugins before every push, but a pull keeps the remote's copy as the base. So on
 two devices whose plugins differ, every pull leaves "1 local change" (the inventory), status
 says "ahead — run roam push" forever, and each push publishes a new generation that makes the
-other device ahead again. Marked xfail (strict) until the engine treats the inventory as
-derived data rather than a user change; remove the marker with the fix.
+other device ahead again. Fixed in the engine (the inventory is not a local change).
 """
 
 from __future__ import annotations
 
-import pytest
 
-
-@pytest.mark.xfail(strict=True, reason="installed-plugins.json ping-pong (reported, not fixed)")
 def test_devices_with_different_plugins_settle(make_device) -> None:
     a, b = make_device("a"), make_device("b")
     a.write("plugins/foo/plugin.yaml", "name: foo\nversion: 1\n")
