@@ -4,7 +4,8 @@ Found while writing the user guide: `host_keys: [display.skin]` in device A's ru
 removes `display.skin` from A's pushed projection, and device B's next pull reads that as the
 key being deleted and drops B's own `display.skin`. A host key says "this device's value is
 its own", not "delete it everywhere". Marked xfail (strict) until the projection carries the
-remote's value forward for keys the pushing device keeps to itself; remove the marker then.
+remote's value forward for keys the pushing device keeps to itself; remove the marker then,
+and the caution about `host_keys:` in docs/user-guide.md (section 9) with it.
 """
 
 from __future__ import annotations
