@@ -41,7 +41,7 @@ class FileEntry:
             blobs = tuple((str(b[0]), str(b[1]), int(b[2]), int(b[3])) for b in data["blobs"])
             entry = cls(path, int(data["size"]), int(data["mode"]), str(data["sha256"]),
                         str(data.get("scope", "shared")), blobs)
-        except (KeyError, TypeError, ValueError, IndexError):
+        except (KeyError, TypeError, ValueError, IndexError, OverflowError):  # int(inf)
             raise IntegrityError(f"integrity error: {what} has a malformed entry") from None
         if entry.size < 0 or not _HEX64.match(entry.sha256) or entry.mode & ~0o777:
             raise IntegrityError(f"integrity error: {what} has a malformed entry for {path!r}")

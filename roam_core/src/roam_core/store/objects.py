@@ -21,7 +21,7 @@ def canonical(value: Any) -> bytes:
 def parse_json(raw: bytes, what: str) -> dict[str, Any]:
     try:
         value = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # nested past the stack: refused
         raise IntegrityError(f"integrity error: {what} is not valid JSON") from None
     if not isinstance(value, dict) or value.get("v") != 1:
         raise IntegrityError(f"integrity error: {what} has an unknown layout")
@@ -64,7 +64,7 @@ class Head:
         try:
             head = cls(int(data["generation"]), str(data["snapshot"]), str(data["store"]),
                        str(data["device"]), str(data["time"]), version)
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):  # OverflowError: int(inf)
             raise IntegrityError("integrity error: HEAD is malformed") from None
         if head.generation < 0:
             raise IntegrityError("integrity error: HEAD is malformed")
@@ -102,5 +102,5 @@ class Snapshot:
                        str(data["created"]), str(data["root"]), str(data["roam_version"]),
                        data.get("hermes_version"), {str(k): dict(v) for k, v in roster.items()},
                        int(data.get("files", 0)), int(data.get("bytes", 0)))
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):  # OverflowError: int(inf)
             raise IntegrityError(f"integrity error: {what} is malformed") from None

@@ -261,7 +261,7 @@ class Repository:
         data = self._read_json(crypto.KIND_INDEX, index_id, index_key(index_id), "indexes")
         try:
             return [(str(b[0]), str(data["pack"]), int(b[1]), int(b[2])) for b in data["blobs"]]
-        except (KeyError, TypeError, ValueError, IndexError):
+        except (KeyError, TypeError, ValueError, IndexError, OverflowError):  # int(inf)
             raise IntegrityError(f"integrity error: index {index_id} is malformed") from None
 
     def write_index(self, pack: str, refs: list[BlobRef]) -> str:
