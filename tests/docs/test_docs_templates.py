@@ -52,7 +52,8 @@ def author_env(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     copies = base / "src"
     for name in TEMPLATES:
         shutil.copytree(REPO / "_template" / name, copies / name,
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".venv",
+                                                     ".ruff_cache", "*.egg-info"))
     venv = base / "venv"
     made = _uv("venv", "--quiet", "--python", sys.executable, str(venv))
     assert made.returncode == 0, made.stderr
