@@ -37,7 +37,7 @@ from roam_core.errors import (
     RefConflict,
     TransientBackendError,
 )
-from roam_core.storage import Backend, validate_key, validate_ref
+from roam_core.storage import Backend, DoctorChecks, validate_key, validate_ref
 from roam_core.types import Capabilities
 
 log = logging.getLogger(__name__)
@@ -50,8 +50,6 @@ README = (b"# roam store\n\nThis branch holds an end-to-end encrypted roam store
 MISS_REFRESH_INTERVAL = 1.0
 #: Whole blobs kept in memory for ranged reads (core reads many small ranges of one pack).
 BLOB_CACHE_BYTES = 96 * 1024 * 1024
-
-DoctorRows = list[tuple[str, bool, str]]  # named here: inside the class `list` is a method
 
 
 @dataclass
@@ -331,7 +329,7 @@ class GitBackend(Backend):
                 pass  # another device created it first: the branch exists, which is the goal
             self._refresh()
 
-    def doctor(self) -> DoctorRows:
+    def doctor(self) -> DoctorChecks:
         from roam_backend_git.doctor import checks
 
         return checks(self)

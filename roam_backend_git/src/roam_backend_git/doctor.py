@@ -7,14 +7,13 @@ from typing import TYPE_CHECKING
 from roam_backend_git.config import url_has_credentials
 from roam_backend_git.runner import GitRunner
 from roam_core.errors import RoamError
+from roam_core.storage import DoctorCheck
 
 if TYPE_CHECKING:
     from roam_backend_git.backend import GitBackend
 
-Row = tuple[str, bool, str]
 
-
-def _git_version(backend: GitBackend) -> Row:
+def _git_version(backend: GitBackend) -> DoctorCheck:
     runner = backend.mirror.git
     bare = GitRunner(None, runner.env, runner.redact, runner.fallback_deadline,
                      runner.transport)
@@ -25,7 +24,7 @@ def _git_version(backend: GitBackend) -> Row:
     return ("git installed", True, out)
 
 
-def _remote(backend: GitBackend) -> Row:
+def _remote(backend: GitBackend) -> DoctorCheck:
     settings = backend.settings
     name = f"remote answers ({settings.public_remote})"
     try:
@@ -38,7 +37,7 @@ def _remote(backend: GitBackend) -> Row:
     return (name, True, f"branch {settings.branch} at {tip[:12]}")
 
 
-def _sizes(backend: GitBackend) -> Row:
+def _sizes(backend: GitBackend) -> DoctorCheck:
     mb = backend.settings.max_object_mb
     detail = (f"objects are capped at {mb} MiB (git_max_object_mb) and roam splits packs to "
               "fit; git hosts cap file sizes (GitHub warns at 50 MiB and refuses 100 MiB, "
@@ -47,7 +46,7 @@ def _sizes(backend: GitBackend) -> Row:
     return ("object size limit", True, detail)
 
 
-def _credentials(backend: GitBackend) -> Row | None:
+def _credentials(backend: GitBackend) -> DoctorCheck | None:
     if not url_has_credentials(backend.settings.remote):
         return None
     return ("no credentials in git_remote", False,
@@ -55,7 +54,7 @@ def _credentials(backend: GitBackend) -> Row | None:
             "credential helper (roam never stores credentials)")
 
 
-def checks(backend: GitBackend) -> list[Row]:
+def checks(backend: GitBackend) -> list[DoctorCheck]:
     """Every row, each check isolated so one failure never hides the others."""
     rows = [_git_version(backend), _remote(backend), _sizes(backend)]
     credentials = _credentials(backend)

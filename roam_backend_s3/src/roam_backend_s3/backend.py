@@ -8,7 +8,6 @@ write has a new ETag (no ABA) and a write whose answer was lost can be recognise
 
 from __future__ import annotations
 
-import builtins
 import hashlib
 import secrets
 import time
@@ -30,7 +29,7 @@ from roam_core.errors import (
     RefConflict,
     RoamError,
 )
-from roam_core.storage import Backend, validate_key, validate_ref
+from roam_core.storage import Backend, DoctorChecks, validate_key, validate_ref
 from roam_core.types import Capabilities
 
 #: Objects larger than this go up in parts (S3 caps a single PUT at 5 GiB; parts also keep
@@ -269,7 +268,7 @@ class S3Backend(Backend):
                                    "account: choose another s3_bucket") from None
             raise self._failure(error, "CreateBucket") from None
 
-    def doctor(self) -> builtins.list[tuple[str, bool, str]]:  # `list` is a method here
+    def doctor(self) -> DoctorChecks:
         from roam_backend_s3.doctor import run_checks
 
         return run_checks(self)

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING
 
 from roam_backend_s3.errors import CredentialsRefused, client_error_code
 from roam_core.errors import BackendError, RoamError, TransientBackendError
+from roam_core.storage import DoctorCheck
 
 if TYPE_CHECKING:
     from roam_backend_s3.backend import S3Backend
 
-Row = tuple[str, bool, str]
 PROBE_ETAG = '"roam-doctor-probe-never-matches"'
 
 
@@ -24,10 +24,10 @@ class _BucketMissing(BackendError):
     """The bucket does not exist: nothing else can be checked."""
 
 
-def run_checks(backend: S3Backend) -> list[Row]:
+def run_checks(backend: S3Backend) -> list[DoctorCheck]:
     """Each check as a row; after a failure that blocks every check, the rest are skipped."""
     checks = [("s3 bucket", _bucket), ("s3 read", _read), ("s3 write", _write)]
-    rows: list[Row] = []
+    rows: list[DoctorCheck] = []
     for name, check in checks:
         try:
             rows.append((name, True, check(backend)))

@@ -20,6 +20,11 @@ from roam_core.types import Capabilities
 KEY_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)*$")
 REF_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
+#: One row of `roam doctor`: (check name, ok, detail).
+DoctorCheck = tuple[str, bool, str]
+#: Named out here because inside a `Backend`, `list` is the method.
+DoctorChecks = list[DoctorCheck]
+
 
 def validate_key(key: str) -> str:
     """Return `key` when it is a well-formed object key, else raise `BackendError`."""
@@ -97,7 +102,7 @@ class Backend(abc.ABC):
         """
         return None
 
-    def doctor(self) -> list[tuple[str, bool, str]]:
+    def doctor(self) -> DoctorChecks:
         """Backend-specific health checks as (check name, ok, detail) rows for `roam doctor`.
 
         Examples: the git binary is installed, the credentials may list and write, size
@@ -170,7 +175,7 @@ class GuardedBackend(Backend):
         self._check()
         self.inner.create_remote()
 
-    def doctor(self) -> list[tuple[str, bool, str]]:
+    def doctor(self) -> DoctorChecks:
         return self.inner.doctor()
 
     def exists(self, key: str) -> bool:

@@ -11,11 +11,10 @@ from roam_core.cli.common import operation
 from roam_core.cli.output import emit_json, sanitize
 from roam_core.engine.session import Session
 from roam_core.errors import RoamError
+from roam_core.storage import DoctorCheck
 
-Check = tuple[str, bool, str]
 
-
-def _writable(path: Path) -> Check:
+def _writable(path: Path) -> DoctorCheck:
     try:
         path.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path, prefix=".roam-doctor-"):
@@ -25,27 +24,33 @@ def _writable(path: Path) -> Check:
         return (f"writable {path.name}/", False, f"{path}: {error.strerror or error}")
 
 
-def _run_check(name: str, func: Callable[[], str]) -> Check:
+def _run_check(name: str, func: Callable[[], str]) -> DoctorCheck:
     try:
         return (name, True, func())
-    except RoamError as error:
-        return (name, False, str(error))
-    except OSError as error:
+    except (RoamError, OSError) as error:
         return (name, False, str(error))
 
 
-def checks(session: Session) -> list[Check]:
+def checks(session: Session) -> list[DoctorCheck]:
+    """Every row of `roam doctor`, each check isolated so one failure never hides the rest."""
     from roam_core.engine.remote import read_verified_head
     from roam_core.engine.scan import list_shared
     from roam_core.engine.state import load_floor
 
-    rows: list[Check] = [
-        _run_check("archive key", lambda: (session.keys, "decodes to 32 bytes")[1])]
+    def archive_key() -> str:
+        _ = session.keys  # reading it decodes the archive key, or raises why it cannot
+        return "decodes to 32 bytes"
+
+    def reachable() -> str:
+        session.backend.ping()
+        return "answers"
+
+    rows: list[DoctorCheck] = [_run_check("archive key", archive_key)]
     backend_ok = _run_check("backend", lambda: f"{session.settings.get('backend')}: "
                             f"{session.backend.identity()}")
     rows.append(backend_ok)
     if backend_ok[1]:
-        rows.append(_run_check("backend reachable", lambda: (session.backend.ping(), "answers")[1]))
+        rows.append(_run_check("backend reachable", reachable))
         rows.extend(session.backend.doctor())
         state = session.state()
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import ClassVar
 
 import pytest
@@ -60,7 +60,7 @@ class BackendContract:
         raise NotImplementedError("subclasses provide a backend_factory fixture")
 
     @pytest.fixture
-    def backend(self, backend_factory: BackendFactory) -> Backend:
+    def backend(self, backend_factory: BackendFactory) -> Iterator[Backend]:
         instance = backend_factory()
         yield instance
         instance.close()
