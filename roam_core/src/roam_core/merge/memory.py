@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from roam_core.merge.entries import EntryListMerge, EntryMerge, merge_entry_lists
+from roam_core.merge.entries import EntryMerge, merge_entry_lists
 from roam_core.scope.patterns import Glob
 
 DELIMITER = "\n§\n"
@@ -52,8 +52,18 @@ def render_entries(entries: list[str]) -> bytes:
     return DELIMITER.join(entries).encode("utf-8")
 
 
-def _finish(local: bytes, local_entries: list[str], merged: EntryListMerge,
-            render: Callable[[list[str]], bytes]) -> EntryMerge:
+def _merge(parse: Callable[[bytes], list[str] | None], render: Callable[[list[str]], bytes],
+           base: bytes | None, local: bytes, remote: bytes,
+           overwrite_conflicts: bool) -> EntryMerge | None:
+    """The entry merge of one file format; None when any input does not parse."""
+    base_entries = None if base is None else parse(base)
+    local_entries = parse(local)
+    remote_entries = parse(remote)
+    if local_entries is None or remote_entries is None or (base is not None
+                                                           and base_entries is None):
+        return None
+    merged = merge_entry_lists(base_entries, local_entries, remote_entries,
+                               overwrite_conflicts=overwrite_conflicts)
     # an unchanged entry list keeps the local bytes exactly (no rewrite, no spurious change)
     data = local if merged.entries == local_entries else render(merged.entries)
     return EntryMerge(data, data != local, merged.added_remote, merged.kept_local,
@@ -63,15 +73,7 @@ def _finish(local: bytes, local_entries: list[str], merged: EntryListMerge,
 def merge_memory(base: bytes | None, local: bytes, remote: bytes, *,
                  overwrite_conflicts: bool = False) -> EntryMerge | None:
     """Three-way merge of a memory file; None when any input is not a valid entry list."""
-    base_entries = None if base is None else parse_entries(base)
-    local_entries = parse_entries(local)
-    remote_entries = parse_entries(remote)
-    if local_entries is None or remote_entries is None or (base is not None
-                                                           and base_entries is None):
-        return None
-    merged = merge_entry_lists(base_entries, local_entries, remote_entries,
-                               overwrite_conflicts=overwrite_conflicts)
-    return _finish(local, local_entries, merged, render_entries)
+    return _merge(parse_entries, render_entries, base, local, remote, overwrite_conflicts)
 
 
 def parse_json_lines(data: bytes) -> list[str] | None:
@@ -88,16 +90,12 @@ def parse_json_lines(data: bytes) -> list[str] | None:
     return lines
 
 
+def render_json_lines(lines: list[str]) -> bytes:
+    """One JSON document a line, each line ending in a newline."""
+    return "".join(f"{line}\n" for line in lines).encode("utf-8")
+
+
 def merge_json_lines(base: bytes | None, local: bytes, remote: bytes, *,
                      overwrite_conflicts: bool = False) -> EntryMerge | None:
     """The same entry merge for JSON-lines files (one JSON document per line)."""
-    base_entries = None if base is None else parse_json_lines(base)
-    local_entries = parse_json_lines(local)
-    remote_entries = parse_json_lines(remote)
-    if local_entries is None or remote_entries is None or (base is not None
-                                                           and base_entries is None):
-        return None
-    merged = merge_entry_lists(base_entries, local_entries, remote_entries,
-                               overwrite_conflicts=overwrite_conflicts)
-    return _finish(local, local_entries, merged,
-                   lambda entries: "".join(f"{line}\n" for line in entries).encode("utf-8"))
+    return _merge(parse_json_lines, render_json_lines, base, local, remote, overwrite_conflicts)
