@@ -45,6 +45,13 @@ def _loader() -> Any:
     return StrictLoader
 
 
+def yaml_error(error: Exception, source: str) -> ConfigError:
+    """A YAML parser's error (PyYAML's or ruamel's) as one line: `source:line: problem`."""
+    mark = getattr(error, "problem_mark", None)
+    where = f"{source}:{mark.line + 1}" if mark is not None else source
+    return ConfigError(f"{where}: {getattr(error, 'problem', None) or 'invalid YAML'}")
+
+
 def load_mapping(text: str, source: str) -> dict[Any, Any]:
     """Parse config text into plain data; `ConfigError('source:line: problem')` when malformed."""
     import yaml
@@ -52,15 +59,34 @@ def load_mapping(text: str, source: str) -> dict[Any, Any]:
     try:
         data = yaml.load(text, Loader=_loader())  # a SafeLoader subclass
     except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"{source}:{mark.line + 1}" if mark is not None else source
-        problem = getattr(error, "problem", None) or "invalid YAML"
-        raise ConfigError(f"{where}: {problem}") from None
+        raise yaml_error(error, source) from None
+    except RecursionError:  # PyYAML recurses once per nesting level
+        raise ConfigError(f"{source}: nested too deeply") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(f"{source}:1: expected a mapping of settings at the top level")
+    _refuse_loops(data, source)
     return data
+
+
+#: Deeper configs are refused: every later step (projection, merge) walks them recursively.
+MAX_DEPTH = 100
+
+
+def _refuse_loops(data: Any, source: str) -> None:
+    """An alias that contains itself (`a: &x [*x]`) would make every later walk endless."""
+    stack: list[tuple[Any, frozenset[int]]] = [(data, frozenset())]
+    while stack:
+        node, above = stack.pop()
+        if not isinstance(node, dict | list):
+            continue
+        if id(node) in above:
+            raise ConfigError(f"{source}: a YAML alias refers to itself")
+        if len(above) >= MAX_DEPTH:
+            raise ConfigError(f"{source}: nested deeper than {MAX_DEPTH} levels")
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((child, above | {id(node)}) for child in children)
 
 
 def dump_plain(data: dict[Any, Any]) -> str:
@@ -73,8 +99,12 @@ def dump_plain(data: dict[Any, Any]) -> str:
 
     if not data:
         return "{}\n"
-    return str(yaml.dump(data, Dumper=Dumper, sort_keys=False, allow_unicode=True,
+    text = str(yaml.dump(data, Dumper=Dumper, sort_keys=False, allow_unicode=True,
                          default_flow_style=False, width=2**20))
+    if "\x85" in text:  # PyYAML writes NEL raw in quoted scalars and reads it back as a space
+        text = str(yaml.dump(data, Dumper=Dumper, sort_keys=False, allow_unicode=False,
+                             default_flow_style=False, width=2**20))
+    return text
 
 
 def guess_indent(text: str) -> tuple[int, int]:

@@ -64,13 +64,14 @@ def parse_rules(text: str, source: str) -> RulesFile:
     """Validate rules.yaml text; rules keep the order they are written in (first match wins)."""
     import yaml
 
+    from roam_core.config.yamlio import yaml_error
+
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"{source}:{mark.line + 1}" if mark is not None else source
-        raise ConfigError(f"{where}: {getattr(error, 'problem', None) or 'invalid YAML'}") \
-            from None
+        raise yaml_error(error, source) from None
+    except RecursionError:  # the composer recurses once per nesting level
+        raise ConfigError(f"{source}: nested too deeply to be rules") from None
     result = RulesFile(Path(source))
     if node is None:
         return result
