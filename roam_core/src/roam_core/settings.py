@@ -30,6 +30,8 @@ def load_yaml_mapping(path: Path) -> dict[str, Any]:
     """Parse a YAML file that must hold a mapping; a missing file is empty."""
     import yaml
 
+    from roam_core.config.yamlio import yaml_error
+
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -39,10 +41,9 @@ def load_yaml_mapping(path: Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        problem = getattr(error, "problem", None) or "invalid YAML"
-        raise ConfigError(f"{where}: {problem}") from None
+        raise yaml_error(error, str(path)) from None
+    except RecursionError:  # PyYAML recurses once per nesting level
+        raise ConfigError(f"{path}: nested too deeply") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -73,6 +74,7 @@ def write_settings(root: Path, values: dict[str, Any]) -> None:
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
 
+    from roam_core.config.yamlio import yaml_error
     from roam_core.engine.fs import write_atomic
 
     path = root / "config.yaml"
@@ -82,9 +84,9 @@ def write_settings(root: Path, values: dict[str, Any]) -> None:
         text = path.read_text(encoding="utf-8") if path.exists() else ""
         document = yaml.load(text) if text.strip() else None
     except YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        raise ConfigError(f"{where}: {getattr(error, 'problem', None) or 'invalid YAML'}") from None
+        raise yaml_error(error, str(path)) from None
+    except RecursionError:  # ruamel recurses once per nesting level
+        raise ConfigError(f"{path}: nested too deeply") from None
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError(f"cannot read {path}: {error}") from None
     if document is None:
