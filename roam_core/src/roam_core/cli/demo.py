@@ -108,13 +108,15 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _show(desktop: Path, laptop: Path) -> None:
+    from roam_core.merge.memory import parse_entries
+
     rows: list[tuple[str, str]] = []
     for rel in ("SOUL.md", "skills/research/arxiv/SKILL.md", "skins/midnight.yaml",
                 "memories/MEMORY.md", "memories/USER.md"):
         same = (laptop / rel).exists() and (laptop / rel).read_bytes() == (
             desktop / rel).read_bytes()
         rows.append((rel, "same on both machines" if same else "DIFFERS"))
-    entries = (laptop / "memories" / "MEMORY.md").read_text().split(SEPARATOR)
+    entries = parse_entries((laptop / "memories" / "MEMORY.md").read_bytes()) or []
     rows.append(("memories/MEMORY.md entries", f"{len(entries)} (both machines' kept)"))
     own_key = "laptops-own" in (laptop / ".env").read_text()
     rows.append((".env", "each machine keeps its own" if own_key else "LEAKED"))
@@ -125,9 +127,6 @@ def _show(desktop: Path, laptop: Path) -> None:
     rows.append(("config.yaml display.skin", "merged in" if skin else "missing"))
     for rel, verdict in rows:
         print(f"  {rel:32} {verdict}")
-
-
-SEPARATOR = "\n§\n"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
