@@ -20,6 +20,8 @@ from roam_core.mirror.sink import SinkRejected, SinkRetry, SinkTerminal
 
 USER_AGENT = "DiscordBot (roam-sink-discord, 0.1.0)"
 MAX_ATTEMPTS = 5
+#: Longest wait an answer may ask for; anything longer (or not a number) is not believed.
+MAX_RETRY_AFTER = 3600.0
 
 
 class NotFound(Exception):
@@ -34,6 +36,17 @@ class NotFound(Exception):
 class _Bucket:
     remaining: int
     reset_at: float
+
+
+def _seconds(value: Any) -> float | None:
+    """A wait in seconds from a header or body: finite, at least 0, at most an hour."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if seconds != seconds:  # NaN
+        return None
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER)
 
 
 def _error_message(body: Any) -> str:
@@ -100,19 +113,21 @@ class DiscordClient:
         reset_after = headers.get("x-ratelimit-reset-after")
         if remaining is None or reset_after is None:
             return
+        wait = _seconds(reset_after)
         try:
-            self._buckets[self._bucket_key(route, major)] = _Bucket(
-                int(float(remaining)), self.clock() + float(reset_after))
-        except ValueError:
+            left = int(float(remaining))
+        except (ValueError, OverflowError):
             return
+        if wait is not None:
+            self._buckets[self._bucket_key(route, major)] = _Bucket(left, self.clock() + wait)
 
     def _on_429(self, route: str, major: str, headers: Any, body: Any) -> float:
         retry_after = None
         if isinstance(body, dict) and body.get("retry_after") is not None:
-            retry_after = float(body["retry_after"])
-        elif headers.get("retry-after"):
-            retry_after = float(headers["retry-after"])
-        retry_after = max(0.0, retry_after if retry_after is not None else 1.0)
+            retry_after = _seconds(body["retry_after"])
+        if retry_after is None and headers.get("retry-after"):
+            retry_after = _seconds(headers["retry-after"])
+        retry_after = retry_after if retry_after is not None else 1.0
         is_global = (isinstance(body, dict) and bool(body.get("global"))) or \
             str(headers.get("x-ratelimit-global", "")).lower() == "true"
         until = self.clock() + retry_after

@@ -147,7 +147,7 @@ class DiscordSink:
         except NotFound:
             raise SinkTerminal(f"Discord channel {self.channel} does not exist or the bot "
                                "cannot see it (404)") from None
-        thread_id = str((body or {}).get("id") or "")
+        thread_id = str(body.get("id") or "") if isinstance(body, dict) else ""
         if not thread_id.isdigit():
             raise SinkRetry("Discord answered thread creation without a thread id")
         self.threads.set_thread(self.channel, event.session_key, thread_id, name)
@@ -159,4 +159,4 @@ class DiscordSink:
             f"/channels/{thread_id}/messages",
             {"content": content, "allowed_mentions": NO_MENTIONS,
              "nonce": nonce_for(event_id, index), "enforce_nonce": True})
-        return str((body or {}).get("id") or "")
+        return str(body.get("id") or "") if isinstance(body, dict) else ""
