@@ -58,12 +58,15 @@ def test_pull_apply_refused_by_default(settings: dict[str, object], calls: list[
 
 
 def test_pull_apply_refused_when_config_unreadable(calls: list[list[str]], tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+                                                  monkeypatch: pytest.MonkeyPatch,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
     root = tmp_path / "broken"
     root.mkdir()
     (root / "config.yaml").write_text("plugins: [unclosed\n  allow_agent_apply: true\n")
     monkeypatch.setenv("HERMES_HOME", str(root))
-    assert json.loads(tools.roam_pull({"apply": True}))["refused"] is True
+    with caplog.at_level("WARNING", logger="roam.hermes"):
+        assert json.loads(tools.roam_pull({"apply": True}))["refused"] is True
+    assert "cannot read allow_agent_apply" in caplog.text and "config.yaml:" in caplog.text
     (root / "config.yaml").write_text("plugins:\n  entries:\n    roam:\n      settings: 7\n")
     assert json.loads(tools.roam_pull({"apply": True}))["refused"] is True
     assert calls == []

@@ -187,3 +187,16 @@ def test_an_idle_pass_writes_nothing(root: Path, memory_sink: MemoryDestination)
     time.sleep(0.01)
     Sender(root).drain_once()
     assert state.stat().st_mtime_ns == stamp
+
+
+def test_background_loop_survives_an_unreadable_retry_time(
+        root: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    runner = sender._Runner(root)
+
+    def broken() -> float:
+        raise OSError("spool state unreadable")
+
+    monkeypatch.setattr(runner.sender, "next_wake", broken)
+    with caplog.at_level("WARNING", logger="roam_core.mirror.sender"):
+        assert runner._timeout() == sender.POLL_SECONDS
+    assert "cannot tell the next retry time: OSError: spool state unreadable" in caplog.text

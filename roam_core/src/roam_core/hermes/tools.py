@@ -9,10 +9,14 @@ well when that config cannot be read (fail closed).
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
+from roam_core.errors import RoamError
 from roam_core.hermes.runner import VerbResult, run_verb
+
+log = logging.getLogger("roam.hermes")
 
 TOOLSET = "roam"
 
@@ -132,7 +136,9 @@ def agent_apply_allowed(home: Path) -> bool:
 
     try:
         return load_settings(resolve_home(home).root).get("allow_agent_apply") is True
-    except Exception:
+    except Exception as error:  # fail closed, but say why the apply was refused
+        log.warning("roam: cannot read allow_agent_apply, so apply is refused: %s",
+                    error if isinstance(error, RoamError) else type(error).__name__)
         return False
 
 

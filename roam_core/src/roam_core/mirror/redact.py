@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import logging
 import re
 import threading
 from collections.abc import Callable, Iterable
@@ -18,6 +19,8 @@ from pathlib import Path
 
 from roam_core.errors import RoamError
 from roam_core.mirror.events import TurnEvent
+
+log = logging.getLogger(__name__)
 
 Redactor = Callable[[str], str]
 
@@ -119,7 +122,8 @@ def literal_secrets(root: Path | None) -> list[str]:
     for name in LITERAL_SECRETS:
         try:
             value = get_secret(name, root)
-        except Exception:  # an unscoped Hermes secret read: nothing to mask from here
+        except Exception as error:  # an unscoped Hermes secret read: nothing to mask from here
+            log.debug("roam mirror: %s is not readable here (%s)", name, type(error).__name__)
             continue
         if value and len(value.strip()) >= 8:
             found.extend(v for v in _variants(value.strip()) if v)

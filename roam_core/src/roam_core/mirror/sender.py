@@ -292,7 +292,8 @@ class _Runner:
     def _timeout(self) -> float:
         try:
             return max(0.05, self.sender.next_wake())
-        except Exception:
+        except Exception as error:  # an unreadable spool state must not stop the loop
+            log.warning("roam mirror: cannot tell the next retry time: %s", _describe(error))
             return POLL_SECONDS
 
     def shutdown(self, grace: float) -> None:
