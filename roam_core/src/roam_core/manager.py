@@ -44,6 +44,7 @@ _HOOK_KINDS = {
     "roam_merge_formats": "merge",
 }
 
+
 @dataclass
 class _Entry:
     name: str
@@ -67,7 +68,8 @@ def _distribution_map(group: str) -> dict[tuple[str, str], tuple[str, str]]:
 
 
 def _first_line(text: str | None) -> str:
-    return (text or "").strip().splitlines()[0].strip() if (text or "").strip() else ""
+    stripped = (text or "").strip()
+    return stripped.splitlines()[0].strip() if stripped else ""
 
 
 def disabled_names() -> set[str]:
@@ -178,7 +180,8 @@ class PluginManager:
             results.extend((entry, record) for record in records)
         return results
 
-    def _unique(self, hook: str, kind: str, records: Iterable[tuple[_Entry, Any]]) -> dict:
+    def _unique(self, kind: str,
+                records: Iterable[tuple[_Entry, Any]]) -> dict[str, tuple[_Entry, Any]]:
         named: dict[str, tuple[_Entry, Any]] = {}
         for entry, record in records:
             if record.name in named:
@@ -193,8 +196,7 @@ class PluginManager:
 
     def storage_backends(self) -> dict[str, BackendPlugin]:
         """Every installed backend by name. Duplicate names fail naming both distributions."""
-        found = self._unique("roam_storage_backends", "backend",
-                             self._collect("roam_storage_backends", {}))
+        found = self._unique("backend", self._collect("roam_storage_backends", {}))
         return {name: record for name, (_entry, record) in found.items()}
 
     def backend(self, name: str) -> BackendPlugin:
@@ -206,7 +208,7 @@ class PluginManager:
 
     def session_sinks(self) -> dict[str, SinkPlugin]:
         """Every installed session sink by name."""
-        found = self._unique("roam_session_sinks", "sink", self._collect("roam_session_sinks", {}))
+        found = self._unique("sink", self._collect("roam_session_sinks", {}))
         return {name: record for name, (_entry, record) in found.items()}
 
     def sink(self, name: str) -> SinkPlugin:
@@ -223,8 +225,7 @@ class PluginManager:
 
     def merge_formats(self) -> list[MergeFormat]:
         """Every plugin's entry-merge formats, sorted by name. Duplicate names fail loudly."""
-        found = self._unique("roam_merge_formats", "merge format",
-                             self._collect("roam_merge_formats", {}))
+        found = self._unique("merge format", self._collect("roam_merge_formats", {}))
         return [record for _name, (_entry, record) in sorted(found.items())]
 
     def _missing(self, kind: str, name: str, known: dict[str, Any]) -> Any:
