@@ -107,13 +107,14 @@ def parse_settings(settings: Mapping[str, Any]) -> S3Settings:
 def _endpoint(raw: str | None) -> str | None:
     if raw is None:
         return None
+    if "@" in raw:
+        # Checked before anything echoes `raw`: keeps credentials out of config.yaml,
+        # identity() and every error message, whatever the rest of the value looks like.
+        raise ConfigError("s3_endpoint_url must not contain credentials; set "
+                          f"{ACCESS_KEY} and {SECRET_KEY} as secrets instead")
     parts = urlsplit(raw)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(f"s3_endpoint_url {raw!r} must be an http(s):// URL")
-    if parts.username is not None or parts.password is not None:
-        # Keeps credentials out of config.yaml, identity() and every error message.
-        raise ConfigError("s3_endpoint_url must not contain credentials; set "
-                          f"{ACCESS_KEY} and {SECRET_KEY} as secrets instead")
     try:
         parts.port  # noqa: B018 - raises ValueError for a malformed port
     except ValueError:

@@ -111,7 +111,7 @@ def _client_error(error: Any, operation: str, bucket: str, where: str) -> RoamEr
         hint = CREDENTIAL_CODES.get(code, "check ROAM_S3_ACCESS_KEY_ID and "
                                     "ROAM_S3_SECRET_ACCESS_KEY")
         return CredentialsRefused(f"S3 refused the credentials ({code or status}) for bucket "
-                            f"{bucket} at {where}: {hint}")
+                                  f"{bucket} at {where}: {hint}")
     if code in ("AccessDenied", "AllAccessDisabled") or status == 403:
         permission = PERMISSIONS.get(operation, "the needed permission")
         if not code:
