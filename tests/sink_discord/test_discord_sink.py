@@ -196,6 +196,11 @@ def test_bad_settings_are_clear_errors(root: Path, server: DiscordServer) -> Non
         DiscordSink({"discord_channel_id": "general"}, context)
     with pytest.raises(ConfigError, match="discord_api_base"):
         DiscordSink({"discord_channel_id": "1", "discord_api_base": "ftp://x"}, context)
+    # credentials in the base would travel in the fingerprint (the spool's state file)
+    with pytest.raises(ConfigError, match="must not contain credentials") as raised:
+        DiscordSink({"discord_channel_id": "1",
+                     "discord_api_base": "https://user:hunter2@proxy.example/api"}, context)
+    assert "hunter2" not in str(raised.value)
 
 
 def test_a_rejected_message_is_reported(root: Path, server: DiscordServer) -> None:

@@ -53,6 +53,9 @@ class DiscordSink:
         self.api_base = str(settings.get("discord_api_base") or DEFAULT_API_BASE).rstrip("/")
         if not self.api_base.startswith(("https://", "http://")):
             raise ConfigError("discord_api_base must be an http(s) URL")
+        if "@" in self.api_base:  # it is part of fingerprint(), which is stored and shown
+            raise ConfigError("discord_api_base must not contain credentials; the bot token "
+                              f"is the secret {TOKEN_SECRET}")
         self.context = context
         self.threads = ThreadMap(Path(context.home))
         self.client = client or DiscordClient(self.api_base, self._token)
