@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from roam_backend_git.backend import GitBackend
+from roam_backend_git.config import parse_settings
 from roam_backend_git.env import child_env, ssh_command
 from roam_core.errors import RefConflict
 from support.git_remotes import bare_repo
@@ -122,3 +123,16 @@ def test_ssh_command_keeps_the_users_choice_and_adds_batch_mode() -> None:
     assert ssh_command({"GIT_SSH_COMMAND": "ssh -i ~/.ssh/k"}).startswith("ssh -i ~/.ssh/k -o")
     assert ssh_command({}, configured="ssh -p 2222").startswith("ssh -p 2222 -o BatchMode")
     assert ssh_command({"GIT_SSH": "/opt/my ssh"}).startswith("'/opt/my ssh' -o")
+
+
+def test_the_backend_object_holds_no_secret(tmp_path: Path) -> None:
+    """Neither the parent's secrets nor a URL's credentials sit in the backend's attributes."""
+    url = "https://roam:tok-ghp-canary-6d1f@git.example/me/store.git"
+    settings = parse_settings({"git_remote": url}, tmp_path)
+    backend = GitBackend(settings, tmp_path / "mirror",
+                         parent_env={"PATH": "/bin", "GIT_SSH": "/opt/ssh", **SECRETS})
+    shown = " ".join(repr(value) for value in (
+        backend, settings, vars(backend), vars(backend.mirror), vars(backend.mirror.git)))
+    for secret in (*SECRETS.values(), "tok-ghp-canary-6d1f"):
+        assert secret not in shown
+    assert "git.example/me/store.git" in repr(settings)

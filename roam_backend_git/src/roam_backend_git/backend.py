@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from roam_backend_git.config import GitSettings, is_ssh_url, redact_text, transport_of
-from roam_backend_git.env import child_env
+from roam_backend_git.env import SSH_VARIABLES, child_env, ssh_command
 from roam_backend_git.mirror import Mirror, PushOutcome
 from roam_backend_git.runner import GitRunner, one_line
 from roam_core.deadline import CONNECT_BUDGET, Deadline
@@ -85,8 +85,11 @@ class GitBackend(Backend):
         self.capabilities = Capabilities(
             batched_publish=True, max_object_size=settings.max_object_size, remote=True,
             extra={"branch": settings.branch})
-        self._parent_env = dict(os.environ if parent_env is None else parent_env)
-        runner = GitRunner(Path(mirror_dir), child_env(self._parent_env), self._redact,
+        parent = os.environ if parent_env is None else parent_env
+        # Only what picks the ssh program is kept: the rest of the parent's environment
+        # (secrets included) must not live on in this object.
+        self._ssh_env = {name: parent[name] for name in SSH_VARIABLES if name in parent}
+        runner = GitRunner(Path(mirror_dir), child_env(parent), self._redact,
                            deadline, transport=transport_of(settings.remote))
         self.mirror = Mirror(Path(mirror_dir), settings, runner)
         self._ready = False
@@ -113,8 +116,7 @@ class GitBackend(Backend):
             found = self.mirror.git.run(["config", "--get", "core.sshCommand"],
                                         action="config", check=False)
             configured = found.stdout.decode().strip() or None
-            env = child_env(self._parent_env, ssh_configured=configured)
-            self.mirror.git.env["GIT_SSH_COMMAND"] = env["GIT_SSH_COMMAND"]
+            self.mirror.git.env["GIT_SSH_COMMAND"] = ssh_command(self._ssh_env, configured)
         self._ready = True
 
     def _refresh(self, max_age: float = 0.0) -> _View:

@@ -39,6 +39,12 @@ class GitSettings:
     transfer_timeout: float = DEFAULT_TRANSFER_TIMEOUT
     max_object_mb: int = DEFAULT_MAX_OBJECT_MB
 
+    def __repr__(self) -> str:
+        # the remote may carry `user:token@`: a repr must show it as every message does
+        return (f"GitSettings(remote={self.public_remote!r}, branch={self.branch!r}, "
+                f"transfer_timeout={self.transfer_timeout!r}, "
+                f"max_object_mb={self.max_object_mb!r})")
+
     @property
     def max_object_size(self) -> int:
         return self.max_object_mb * 1024 * 1024

@@ -58,6 +58,10 @@ def _allowed(name: str) -> bool:
     return False
 
 
+#: The parent's variables that choose the ssh program (all that ssh_command reads).
+SSH_VARIABLES = ("GIT_SSH_COMMAND", "GIT_SSH")
+
+
 def ssh_command(parent: Mapping[str, str], configured: str | None = None) -> str:
     """The ssh command git should run: the user's own choice plus roam's safety options.
 
