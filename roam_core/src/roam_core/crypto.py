@@ -13,7 +13,7 @@ import hashlib
 import hmac
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from roam_core.errors import ArchiveKeyError, IntegrityError
@@ -74,11 +74,11 @@ def hkdf(key: bytes, info: bytes, length: int = 32) -> bytes:
 
 @dataclass(frozen=True)
 class Keys:
-    """The three sub-keys derived from one archive key."""
+    """The three sub-keys derived from one archive key (hidden from repr: they are secrets)."""
 
-    encryption: bytes
-    head: bytes
-    naming: bytes
+    encryption: bytes = field(repr=False)
+    head: bytes = field(repr=False)
+    naming: bytes = field(repr=False)
 
     @classmethod
     def derive(cls, archive_key: bytes) -> Keys:
