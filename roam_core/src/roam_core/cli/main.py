@@ -14,7 +14,7 @@ from roam_core.errors import RoamError
 
 #: Modules under `roam_core.cli` that add verbs; each has `register(subparsers)`.
 COMMAND_MODULES = ("listing", "rules", "demo", "config", "sync", "pull", "doctor", "auto", "mirror",
-                   "check")
+                   "check", "sessions")
 
 
 def build_parser(prog: str = "roam") -> argparse.ArgumentParser:

@@ -20,10 +20,12 @@ def _pull(args: argparse.Namespace) -> int:
         try:
             result = pull(session, apply=args.apply,
                           overwrite_conflicts=args.overwrite_conflicts, only=only,
-                          keep_seen=args.keep_seen, dry_run=args.dry_run, progress=progress)
+                          keep_seen=args.keep_seen, dry_run=args.dry_run, progress=progress,
+                          cron_only=args.cron)
         finally:
             progress.close()
         root = session.root
+        cron_off = args.cron and session.settings.get("sync_cron") is not True
     plan = result.plan
     if args.json:
         emit_json({**plan.as_json(), "applied": result.applied,
@@ -34,12 +36,16 @@ def _pull(args: argparse.Namespace) -> int:
     lines = list(iter_lines(plan))
     print_capped(lines)
     print(f"  unchanged: {plan.unchanged} file(s)")
+    if cron_off:
+        print("roam: sync_cron is off on this device, so no cron job definitions travel here "
+              "(roam config set sync_cron true)")
     if args.dry_run:
         print(f"roam: downloaded and verified {_size(result.verified_bytes)}; nothing written")
     elif result.applied:
         installed = len(plan.ops)
         print(f"roam: installed {installed} change(s); now at generation "
-              f"{plan.generation if not (only or args.keep_seen) else 'unchanged'}")
+              f"{plan.generation if not (only or args.keep_seen or args.cron) else 'unchanged'}")
+        print_resume(plan.cron_paused)
         if plan.conflicts:
             print("roam: conflicts were kept local — run roam pull --apply --overwrite-conflicts "
                   "to take the remote versions (yours are backed up), or roam push to publish "
@@ -51,6 +57,14 @@ def _pull(args: argparse.Namespace) -> int:
     else:
         print("roam: nothing to install")
     return result.exit_code
+
+
+def print_resume(jobs: list[dict[str, str]]) -> None:
+    """Each cron job that landed paused, with the exact command that approves it."""
+    if not jobs:
+        return
+    print(f"roam: {len(jobs)} cron job(s) landed PAUSED; review each, then approve it with:")
+    print_capped([f"{job['resume']}    # {job['name']} ({job['change']})" for job in jobs])
 
 
 def _diff(args: argparse.Namespace) -> int:
@@ -89,6 +103,7 @@ def _restore(args: argparse.Namespace) -> int:
     elif result["applied"]:
         print(f"roam: restored {sanitize(args.path)} from generation {args.generation}; "
               "it is now a local change — roam push publishes it")
+        print_resume(result.get("cron_paused", []))
     else:
         print(f"roam: would {result['action']} {sanitize(args.path)} with its version from "
               f"generation {args.generation} ({_size(result['size'])}); add --apply to do it")
@@ -108,6 +123,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "generation this device has seen")
     parser.add_argument("--keep-seen", action="store_true",
                         help="do not advance the generation this device has seen")
+    parser.add_argument("--cron", action="store_true",
+                        help="only the cron job definitions (sync_cron); new or changed jobs "
+                        "land paused; does not advance the generation this device has seen")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     parser.set_defaults(func=_pull)

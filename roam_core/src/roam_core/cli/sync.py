@@ -60,6 +60,8 @@ def _status(args: argparse.Namespace) -> int:
     print(f"local:   generation {report['local_generation']}, {report['dirty']} local change(s)")
     for key, value in sorted((report.get("optional") or {}).items()):
         print(f"option:  {key}: {'on' if value else 'off'}")
+    if (report.get("optional") or {}).get("hooks"):
+        print("         hooks is on: this device runs hook code written on your other machines")
     if report["conflicts"]:
         print(f"conflicts kept local: {len(report['conflicts'])}")
         print_capped(report["conflicts"])
@@ -91,6 +93,12 @@ def _push(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(result.as_json())
         return 0
+    for line in result.notes:
+        print(f"roam: {sanitize(line)}")
+    archive = result.archive or {}
+    if archive.get("active"):
+        print(f"roam: session archive: {archive['sessions']} finished session(s), "
+              f"{_size(int(str(archive['bytes'])))}")
     if result.nothing:
         print("roam: nothing to push — the home matches the last synced generation")
         return 0

@@ -14,6 +14,8 @@ from roam_core.engine.session import Session
 from roam_core.errors import IntegrityError, UserError
 from roam_core.store.manifest import FileEntry, Manifest, check_path
 from roam_core.store.objects import Snapshot
+from roam_core.tiers.cron import Landed, is_jobs_file, profile_of, resume_command
+from roam_core.tiers.planning import restore_op
 from roam_core.types import Scope
 
 
@@ -113,13 +115,26 @@ def restore(session: Session, path: str, generation: int, *, apply: bool) -> dic
     if local is not None and local.sha256 == entry.sha256 and local.mode == entry.mode:
         return {"path": path, "generation": generation, "action": "unchanged", "applied": False}
     action = "replace" if local is not None else "create"
+    landed: list[Landed] = []
     if apply:
         expect = None if local is None else local.signature
         if scope.is_config(path):
             op = _config_op(session, state.projections.get(path), entry, local, expect)
+        elif is_jobs_file(path):  # old definitions come back paused, like a pull's
+            cron_op, landed = restore_op(session, entry, local, expect)
+            if cron_op is None:
+                return {"path": path, "generation": generation, "action": "unchanged",
+                        "applied": False}
+            op = cron_op
         else:
             op = Op(path, "write", entry.sha256, entry.mode, expect, _raw_sha(local),
                     source=lambda: session.repo.iter_content(entry))
         Install(session.root, session.state_dir, [op]).run(state)
-    return {"path": path, "generation": generation, "action": action, "applied": apply,
-            "size": entry.size, "sha256": entry.sha256}
+    result: dict[str, Any] = {"path": path, "generation": generation, "action": action,
+                              "applied": apply, "size": entry.size, "sha256": entry.sha256}
+    if landed:
+        profile = profile_of(path)
+        result["cron_paused"] = [{"id": job.job_id, "name": job.name, "change": job.change,
+                                  "resume": resume_command(profile, job.job_id)}
+                                 for job in landed]
+    return result

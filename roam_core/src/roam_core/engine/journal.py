@@ -145,6 +145,14 @@ class Install:
 
     def run(self, new_state: LocalState) -> None:
         """Install every op and save `new_state`, or roll back and re-raise."""
+        from roam_core.tiers.cron_lock import holding
+
+        # A cron jobs file is installed (and rolled back) under Hermes's own cron lock; a
+        # lock another process keeps fails here, before the journal or anything is written.
+        with holding(self.root, ops_paths(self.ops)):
+            self._run(new_state)
+
+    def _run(self, new_state: LocalState) -> None:
         ensure_private_dir(self.state_dir)
         for index, op in enumerate(self.ops):
             op.temp = str(self.root / os.path.dirname(op.rel) /
@@ -285,7 +293,10 @@ def recover_home(session: Any) -> None:
         path.unlink()
         note(f"recovered: finished an interrupted install of {count} file(s)")
         return
-    problems = rollback(session.root, session.state_dir, journal)
+    from roam_core.tiers.cron_lock import holding
+
+    with holding(session.root, [str(op.get("rel")) for op in journal.get("ops", [])]):
+        problems = rollback(session.root, session.state_dir, journal)
     path.unlink()
     message = f"recovered: rolled back an unfinished install of {count} file(s)"
     if journal.get("backup_dir"):

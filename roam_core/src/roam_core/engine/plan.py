@@ -21,6 +21,9 @@ from roam_core.engine.scan import LocalFile, StatCache, fill_digests, list_share
 from roam_core.engine.session import Session
 from roam_core.engine.state import LocalState
 from roam_core.store.manifest import FileEntry, Manifest
+from roam_core.tiers.archive import is_archive
+from roam_core.tiers.cron import is_jobs_file
+from roam_core.tiers.planning import archive_off_rows, iter_tier_lines, plan_archive, plan_cron
 from roam_core.types import Scope
 
 
@@ -42,6 +45,8 @@ class Plan:
     unchanged: int = 0
     overwritten: list[str] = field(default_factory=list)
     plugins_missing: list[dict[str, Any]] = field(default_factory=list)
+    archives: list[dict[str, str]] = field(default_factory=list)
+    cron_paused: list[dict[str, str]] = field(default_factory=list)
     ops: list[Op] = field(default_factory=list)
     new_state: LocalState | None = None
 
@@ -56,7 +61,8 @@ class Plan:
                 "conflicts_kept_local": self.conflicts, "kept_local_by_rules": self.kept_by_rules,
                 "local_changes": self.local_changes, "unchanged": self.unchanged,
                 "overwritten_conflicts": self.overwritten,
-                "plugins_missing": self.plugins_missing}
+                "plugins_missing": self.plugins_missing, "session_archive": self.archives,
+                "cron_paused": self.cron_paused}
 
 
 def _remote_source(session: Session, entry: FileEntry) -> Any:
@@ -75,12 +81,15 @@ class Planner:
     """Builds one `Plan` for one pull (or restore) on one home."""
 
     def __init__(self, session: Session, state: LocalState, view: RemoteView, *,
-                 overwrite_conflicts: bool = False, only: tuple[str, ...] = ()) -> None:
+                 overwrite_conflicts: bool = False, only: tuple[str, ...] = (),
+                 cron_only: bool = False) -> None:
         self.session = session
         self.state = state
         self.view = view
         self.overwrite = overwrite_conflicts
         self.only = only
+        self.cron_only = cron_only
+        self.archive_off: set[str] = set()
         self.scope = session.scope
         self.host_keys = tuple(getattr(self.scope, "host_keys", ()))
         first = state.generation is None
@@ -100,6 +109,11 @@ class Planner:
         for rel in paths:
             if self.only and not _under(rel, self.only):
                 continue
+            if self.cron_only and not is_jobs_file(rel):
+                continue
+            if is_archive(rel):  # other devices' namespaces, landed under roam/
+                plan_archive(self, rel, remote.get(rel), self.base.get(rel))
+                continue
             if self.scope.classify(rel) is not Scope.SHARED:
                 if rel in remote and (rel not in self.base
                                       or not remote[rel].same_content(self.base[rel])):
@@ -109,7 +123,11 @@ class Planner:
             if rel == inventory.INVENTORY:
                 self._inventory(remote.get(rel))
                 continue
+            if is_jobs_file(rel):  # merged job by job; new or changed jobs land paused
+                plan_cron(self, rel, remote.get(rel), self.base.get(rel), self.local.get(rel))
+                continue
             self._path(rel, remote.get(rel), self.base.get(rel), self.local.get(rel))
+        self.plan.kept_by_rules.extend(archive_off_rows(self.archive_off))
         self._finish_state()
         self.plan.new_state = self.new_state
         return self.plan
@@ -119,6 +137,9 @@ class Planner:
         if entry is not None:
             remote_bytes = self.session.repo.read_content(entry)
             self.plan.plugins_missing = inventory.missing(self.session.root, remote_bytes)
+
+    def remote_source(self, entry: FileEntry) -> Any:
+        return _remote_source(self.session, entry)
 
     def _reason(self, rel: str) -> str:
         explain = getattr(self.scope, "explain", None)
@@ -236,7 +257,7 @@ class Planner:
         return True
 
     def _finish_state(self) -> None:
-        if self.only:
+        if self.only or self.cron_only:
             return  # a restricted pull does not advance what this device has seen
         state = self.new_state
         state.generation = self.view.head.generation
@@ -298,6 +319,7 @@ def iter_lines(plan: Plan) -> Iterator[str]:
         yield f"kept local by rules: {item['path']} ({item['reason']})"
     for rel in plan.local_changes:
         yield f"local change (publish with roam push): {rel}"
+    yield from iter_tier_lines(plan)
     for plugin in plan.plugins_missing:
         how = plugin["install"] or "install it the way the other machine did"
         yield f"plugin missing here: {plugin['name']} {plugin['version'] or ''} — {how}".replace(

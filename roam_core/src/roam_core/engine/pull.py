@@ -25,11 +25,16 @@ class PullResult:
 
 def pull(session: Session, *, apply: bool = False, overwrite_conflicts: bool = False,
          only: tuple[str, ...] = (), keep_seen: bool = False, dry_run: bool = False,
-         progress: ProgressSink | None = None) -> PullResult:
-    """Plan a pull; install it when `apply`; `dry_run` downloads and verifies, writing nothing."""
+         progress: ProgressSink | None = None, cron_only: bool = False) -> PullResult:
+    """Plan a pull; install it when `apply`; `dry_run` downloads and verifies, writing nothing.
+
+    `cron_only` restricts the pull to the cron job definitions (`roam pull --cron`); like
+    `only`, it does not advance the generation this device has seen.
+    """
     state = session.require_state()
     view = remote_module.require_remote(session, state)
-    planner = Planner(session, state, view, overwrite_conflicts=overwrite_conflicts, only=only)
+    planner = Planner(session, state, view, overwrite_conflicts=overwrite_conflicts, only=only,
+                      cron_only=cron_only)
     plan = planner.build()
     result = PullResult(plan)
     if dry_run:
@@ -41,6 +46,7 @@ def pull(session: Session, *, apply: bool = False, overwrite_conflicts: bool = F
         return result
     new_state = plan.new_state
     assert new_state is not None
+    keep_seen = keep_seen or cron_only
     if keep_seen or only:
         new_state.generation = state.generation
         new_state.snapshot = state.snapshot

@@ -28,6 +28,8 @@ from roam_core.errors import ConflictError, RefConflict, UserError
 from roam_core.store.manifest import FileEntry, Manifest
 from roam_core.store.objects import Head, Snapshot
 from roam_core.store.packer import Packer
+from roam_core.tiers import sessions as sessions_tier
+from roam_core.tiers.archive import is_archive
 from roam_core.types import Scope
 
 
@@ -42,12 +44,15 @@ class PushResult:
     uploaded_bytes: int = 0
     dry_run: bool = False
     nothing: bool = False
+    archive: dict[str, object] | None = None
+    notes: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, object]:
         return {"generation": self.generation, "added": self.added, "changed": self.changed,
                 "removed": self.removed, "carried_forward": self.carried,
                 "bytes_changed": self.bytes_changed, "uploaded_bytes": self.uploaded_bytes,
-                "dry_run": self.dry_run, "nothing_to_push": self.nothing}
+                "dry_run": self.dry_run, "nothing_to_push": self.nothing,
+                "session_archive": self.archive, "notes": self.notes}
 
 
 def now_iso() -> str:
@@ -75,12 +80,17 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
     host_keys = tuple(getattr(scope, "host_keys", ()))
     if not dry_run:
         inventory.refresh(session.root)
-    files = list_shared(scope)
+    # archive/sessions/ in the store is the session archive's; a home file there never travels
+    files = {rel: item for rel, item in list_shared(scope).items() if not is_archive(rel)}
     limit = session.max_file_size
     for item in files.values():
         if item.size > limit:
             raise UserError(f"{item.rel} is {item.size // (1 << 20)} MiB, over max_file_mb "
                             f"({limit // (1 << 20)}); raise it or add a local: rule for it")
+    # The session archive is exported before the scan compares anything: its transcripts
+    # join the files under this device's namespace (archive/sessions/<device>/...).
+    archive = sessions_tier.stage(session)
+    files.update(archive.files)
     cache = StatCache(session.state_dir / "cache")
     # A path the reference lacks is new whatever its bytes: it is read once, while packing,
     # instead of once to digest it and again to pack it (a first push reads every byte once).
@@ -91,7 +101,9 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
         if rel not in compare:
             item.sha256 = cache.lookup(item)
 
-    result = PushResult(dry_run=dry_run)
+    result = PushResult(dry_run=dry_run, notes=list(archive.notes))
+    if session.settings.get("sync_sessions") is True:
+        result.archive = archive.as_json()
     manifest: Manifest = {}
     to_send: list[LocalFile] = []
     for rel, item in sorted(files.items()):
@@ -107,7 +119,10 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
     for rel, entry in reference.items():
         if rel in files:
             continue
-        if scope.classify(rel) is Scope.SHARED:
+        # Only this device's own archive namespace is ever rewritten; every other device's
+        # is carried forward below, whatever this device's rules say.
+        if archive.replaces(rel) or (not is_archive(rel)
+                                     and scope.classify(rel) is Scope.SHARED):
             result.removed.append(rel)
         else:
             manifest[rel] = entry

@@ -19,6 +19,8 @@ from typing import Any, BinaryIO
 
 from roam_core.engine.fs import write_atomic
 from roam_core.errors import UserError
+from roam_core.tiers.cron import is_jobs_file
+from roam_core.tiers.cron import projection as cron_projection
 
 CACHE_FILE = "stat.json"
 READ_SIZE = 1024 * 1024
@@ -44,6 +46,8 @@ class LocalFile:
 
 
 def projected_bytes(path: Path, rel: str, host_keys: Iterable[str] = ()) -> bytes:
+    if is_jobs_file(rel):  # cron job definitions without their run state
+        return cron_projection(path.read_bytes(), rel)
     from roam_core.config import shared_projection
 
     try:
@@ -100,8 +104,10 @@ def list_shared(scope: Any) -> dict[str, LocalFile]:
         st = entry.stat
         if not stat_module.S_ISREG(st.st_mode):
             continue
+        # `is_config` means "travels as a projection": config.yaml and cron jobs files
+        projected = scope.is_config(entry.rel) or is_jobs_file(entry.rel)
         files[entry.rel] = LocalFile(entry.rel, entry.path, st.st_size, st.st_mode & 0o777,
-                                     _signature(st), is_config=scope.is_config(entry.rel))
+                                     _signature(st), is_config=projected)
     return files
 
 
