@@ -37,7 +37,8 @@ CORE_SETTINGS = {
                         "starts; set by `roam auto on|off`",
     "push_debounce_seconds": "at most one automatic push per this many seconds",
     "mirror_sinks": "the session mirror's sinks, e.g. `[discord]`; empty means off",
-    "sync_sessions": "optional tier: the session archive (reported only for now)",
+    "sync_sessions": "optional tier: publish this device's finished sessions as a read-only "
+                     "archive, and receive the other devices' archives",
     "sessions_max_mb": "size cap of the session archive tier, in MiB",
     "sync_cron": "optional tier: share `cron/jobs.json` (cron job definitions)",
     "max_file_mb": "the largest shared file roam pushes or accepts, in MiB",
@@ -63,10 +64,12 @@ ENVIRONMENT = {
     "ROAM_TEST_KILL_AT": "tests only: kill the process at a named point of an install",
 }
 
-#: Optional items that no home path carries yet, and what they mean.
+#: Optional items that no home path carries, and what they mean.
 PATHLESS_TIERS = {
-    "sync_sessions": "the session archive: reported by `roam status` and `roam rules`; it has "
-                     "no file in the home (it would live under `roam/`), so nothing travels yet",
+    "sync_sessions": "the session archive: each push exports this device's ended sessions with "
+                     "`hermes sessions export --format md --redact` (newest first, up to "
+                     "`sessions_max_mb`) into its own namespace of the store; other devices' "
+                     "land read-only under `roam/session-archive/` (`roam sessions` lists them)",
 }
 
 
