@@ -148,8 +148,10 @@ def test_a_job_id_that_could_name_a_path_is_refused(bad: Any) -> None:
 def test_paths_profiles_and_resume_commands() -> None:
     assert cron.is_jobs_file("cron/jobs.json")
     assert cron.is_jobs_file("profiles/work/cron/jobs.json")
+    assert cron.is_jobs_file("profiles/Odd Name/cron/jobs.json")   # never travels raw
     for rel in ("cron/jobs.json.bak", "profiles/../cron/jobs.json", "x/cron/jobs.json",
-                "profiles/Work/cron/jobs.json", "cron/output/jobs.json"):
+                "profiles/./cron/jobs.json", "cron/output/jobs.json",
+                "profiles/a/b/cron/jobs.json"):
         assert not cron.is_jobs_file(rel), rel
     assert cron.profile_of("profiles/work/cron/jobs.json") == "work"
     assert cron.resume_command("default", "abc") == "hermes cron resume abc"

@@ -41,7 +41,9 @@ LEGACY_RUN_STATE: dict[str, Any] = {
 }
 #: Job ids name output folders inside Hermes: anything else is refused.
 _JOB_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-_PROFILE = re.compile(r"^profiles/([a-z0-9][a-z0-9_-]{0,63})/cron/jobs\.json$")
+#: Any profile folder the scope rules share (not only names Hermes accepts), so no jobs file
+#: ever travels raw, with its run state.
+_PROFILE = re.compile(r"^profiles/(?!\.\.?/)([^/]+)/cron/jobs\.json$")
 
 
 def is_jobs_file(rel: str) -> bool:
