@@ -49,6 +49,53 @@ def test_every_roam_command_parses(block: Block) -> None:
             assert exit_.code == 0, f"{block.where}: roam {' '.join(args)} does not parse"
 
 
+#: Inline code that starts with "roam " but is not a command.
+NOT_COMMANDS = {"roam archive v1", "roam <roam@localhost>"}  # an HKDF salt, a git author
+
+
+def _verbs() -> dict[tuple[str, ...], set[str]]:
+    """Every verb path of the CLI with the options it (or the global parser) accepts."""
+    from roam_core.cli.main import build_parser
+
+    def options(parser) -> set[str]:
+        return {flag for action in parser._actions for flag in action.option_strings}
+
+    parser = build_parser()
+    found = {(): options(parser)}
+    stack = [((), parser)]
+    while stack:
+        path, current = stack.pop()
+        for action in current._actions:
+            if hasattr(action, "choices") and isinstance(action.choices, dict):
+                for name, child in action.choices.items():
+                    found[(*path, name)] = options(child) | found[()]
+                    stack.append(((*path, name), child))
+    return found
+
+
+def test_inline_commands_name_real_verbs_and_options() -> None:
+    """`roam VERB --option` written inline in prose names a verb and options that exist."""
+    verbs = _verbs()
+    problems = []
+    for page in markdown_files():
+        text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+        for span in re.findall(r"`(?:hermes )?(roam [^`]+)`", text):
+            if span in NOT_COMMANDS:
+                continue
+            words = [w for w in re.split(r"[\s|]+", span)[1:] if w and w not in ("…", "...")]
+            path: tuple[str, ...] = ()
+            while words and (*path, words[0]) in verbs:
+                path, words = (*path, words[0]), words[1:]
+            if not path and words and not words[0].startswith("-"):
+                problems.append(f"{page.name}: `{span}` names no roam verb")
+                continue
+            for word in words:
+                flag = word.strip("[]").split("=")[0]
+                if flag.startswith("--") and flag not in verbs[path]:
+                    problems.append(f"{page.name}: `{span}`: roam {' '.join(path)} has no {flag}")
+    assert not problems, "\n".join(problems)
+
+
 def test_covered_commands_appear_in_their_tests() -> None:
     for block in SHELL_BLOCKS:
         covered = block.options.get("covered-by")
