@@ -65,8 +65,6 @@ def _status(args: argparse.Namespace) -> int:
     if report["conflicts"]:
         print(f"conflicts kept local: {len(report['conflicts'])}")
         print_capped(report["conflicts"])
-    if report.get("pending_push_error"):
-        print(f"last auto push failed: {sanitize(report['pending_push_error'])}")
     if not report["reachable"]:
         raise TransientBackendError(f"remote unreachable: {report['error']}")
     print(f"remote:  generation {report['remote_generation']} on {sanitize(report['identity'])},"
