@@ -27,16 +27,6 @@ class SecretScopeError(UserError):
     """Hermes has no secret scope for this context (gateway profile multiplexing)."""
 
 
-def hermes_version() -> str:
-    """The running Hermes's version, or "" when it cannot be told."""
-    try:
-        from importlib.metadata import version
-
-        return version("hermes-agent")
-    except Exception:
-        return ""
-
-
 def hermes_home_dir() -> Path:
     """The home Hermes is running in, as Hermes sees it (possibly a profile home).
 
