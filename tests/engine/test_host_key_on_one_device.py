@@ -3,18 +3,13 @@
 Found while writing the user guide: `host_keys: [display.skin]` in device A's rules.yaml
 removes `display.skin` from A's pushed projection, and device B's next pull reads that as the
 key being deleted and drops B's own `display.skin`. A host key says "this device's value is
-its own", not "delete it everywhere". Marked xfail (strict) until the projection carries the
-remote's value forward for keys the pushing device keeps to itself; remove the marker then,
-and the caution about `host_keys:` in docs/user-guide.md (section 9) with it.
+its own", not "delete it everywhere": the projection carries the fleet's value forward for
+keys the pushing device keeps to itself.
 """
 
 from __future__ import annotations
 
-import pytest
 
-
-@pytest.mark.xfail(strict=True, reason="host_keys on one device delete the key elsewhere "
-                                       "(reported, not fixed)")
 def test_host_key_declared_on_one_device_survives_elsewhere(make_device) -> None:
     a, b = make_device("a"), make_device("b")
     a.write("SOUL.md", "soul\n")

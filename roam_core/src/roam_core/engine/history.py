@@ -108,7 +108,7 @@ def restore(session: Session, path: str, generation: int, *, apply: bool) -> dic
     entry: FileEntry | None = manifest_at(session, generation).get(path)
     if entry is None:
         raise UserError(f"{path} does not exist in generation {generation}")
-    files = list_shared(scope)
+    files = list_shared(scope, state.projections)
     local = files.get(path)
     if local is not None:
         fill_digests({path: local}, StatCache(session.state_dir / "cache"))

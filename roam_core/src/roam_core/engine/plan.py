@@ -95,7 +95,7 @@ class Planner:
         first = state.generation is None
         self.base: Manifest = {} if first else state.base_manifest()
         self.first_pull = first
-        files = list_shared(self.scope)
+        files = list_shared(self.scope, state.projections)
         cache = StatCache(session.state_dir / "cache")
         fill_digests(files, cache, self.host_keys)
         cache.save(files)

@@ -81,7 +81,8 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
     if not dry_run:
         inventory.refresh(session.root)
     # archive/sessions/ in the store is the session archive's; a home file there never travels
-    files = {rel: item for rel, item in list_shared(scope).items() if not is_archive(rel)}
+    files = {rel: item for rel, item in list_shared(scope, state.projections).items()
+             if not is_archive(rel)}
     limit = session.max_file_size
     for item in files.values():
         if item.size > limit:
@@ -159,7 +160,8 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
     for rel, (sha, size, blob_ids, mode) in pending.items():
         manifest[rel] = FileEntry(rel, size, mode, sha, "shared", packer.refs(blob_ids))
     result.uploaded_bytes = packer.uploaded_bytes
-    projections = {item.rel: projected_bytes(item.path, item.rel, host_keys).decode()
+    projections = {item.rel: projected_bytes(item.path, item.rel, host_keys,
+                                             item.base_projection).decode()
                    for item in files.values() if item.is_config}
     _publish(session, state, view, manifest, result, projections)
     cache.save(files)

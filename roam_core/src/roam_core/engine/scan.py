@@ -12,7 +12,7 @@ import io
 import json
 import os
 import stat as stat_module
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -37,15 +37,20 @@ class LocalFile:
     signature: list[int]
     is_config: bool = False
     sha256: str | None = None
+    #: the projection this device last accepted (configs): keys it keeps to itself carry
+    #: the fleet's value forward instead of deleting it everywhere
+    base_projection: str | None = None
 
     def open_content(self, host_keys: Iterable[str] = ()) -> BinaryIO:
         """The bytes that travel: the file, or a config's shared projection."""
         if self.is_config:
-            return io.BytesIO(projected_bytes(self.path, self.rel, host_keys))
+            return io.BytesIO(projected_bytes(self.path, self.rel, host_keys,
+                                              self.base_projection))
         return self.path.open("rb")
 
 
-def projected_bytes(path: Path, rel: str, host_keys: Iterable[str] = ()) -> bytes:
+def projected_bytes(path: Path, rel: str, host_keys: Iterable[str] = (),
+                    base: str | None = None) -> bytes:
     if is_jobs_file(rel):  # cron job definitions without their run state
         return cron_projection(path.read_bytes(), rel)
     from roam_core.config import shared_projection
@@ -54,7 +59,8 @@ def projected_bytes(path: Path, rel: str, host_keys: Iterable[str] = ()) -> byte
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise UserError(f"{rel} is not UTF-8; roam cannot project it") from None
-    return shared_projection(text, host_keys=tuple(host_keys), source=rel).encode("utf-8")
+    return shared_projection(text, host_keys=tuple(host_keys), source=rel,
+                             base=base).encode("utf-8")
 
 
 def _signature(st: os.stat_result) -> list[int]:
@@ -97,8 +103,12 @@ class StatCache:
             self.dirty = False
 
 
-def list_shared(scope: Any) -> dict[str, LocalFile]:
-    """Every shared regular file of the home (no content read)."""
+def list_shared(scope: Any, projections: Mapping[str, str] | None = None
+                ) -> dict[str, LocalFile]:
+    """Every shared regular file of the home (no content read).
+
+    `projections` are the config projections this device last accepted (state.json).
+    """
     files: dict[str, LocalFile] = {}
     for entry in scope.walk():
         st = entry.stat
@@ -106,8 +116,10 @@ def list_shared(scope: Any) -> dict[str, LocalFile]:
             continue
         # `is_config` means "travels as a projection": config.yaml and cron jobs files
         projected = scope.is_config(entry.rel) or is_jobs_file(entry.rel)
-        files[entry.rel] = LocalFile(entry.rel, entry.path, st.st_size, st.st_mode & 0o777,
-                                     _signature(st), is_config=projected)
+        files[entry.rel] = LocalFile(
+            entry.rel, entry.path, st.st_size, st.st_mode & 0o777, _signature(st),
+            is_config=projected,
+            base_projection=(projections or {}).get(entry.rel) if projected else None)
     return files
 
 

@@ -17,7 +17,7 @@ def local_changes(session: Session) -> dict[str, list[str]]:
     state = session.require_state()
     base = state.base_manifest()
     scope = session.scope
-    files = list_shared(scope)
+    files = list_shared(scope, state.projections)
     cache = StatCache(session.state_dir / "cache")
     fill_digests(files, cache, tuple(getattr(scope, "host_keys", ())))
     cache.save(files)
