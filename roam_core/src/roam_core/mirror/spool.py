@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from roam_core.engine.fs import fsync_dir, write_atomic
 from roam_core.home import STATE_DIRNAME
 from roam_core.mirror.events import EVENT_VERSION, TurnEvent
 from roam_core.mirror.sink import Receipt
@@ -70,26 +71,9 @@ def _open_private(path: Path, flags: int) -> int:
     return fd
 
 
-def _fsync_dir(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 def write_private_json(path: Path, data: Any) -> None:
     """Replace `path` atomically with `data` as JSON, mode 0600 (temp, fsync, rename)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = _open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-    try:
-        os.write(fd, json.dumps(data, indent=1, sort_keys=True).encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    write_atomic(path, json.dumps(data, indent=1, sort_keys=True).encode(), mode=0o600)
 
 
 def read_json(path: Path, default: Any) -> Any:
@@ -182,7 +166,8 @@ class Spool:
             finally:
                 os.close(fd)
             if size == 0:
-                _fsync_dir(self.dir)
+                with contextlib.suppress(OSError):  # the file's bytes are safe either way
+                    fsync_dir(self.dir)
 
     def append(self, event: TurnEvent, sync: bool = True) -> None:
         """Add `event` (or supersede an earlier record of the same id).
@@ -289,14 +274,7 @@ class Spool:
                 records.append({"kind": "event", "v": EVENT_VERSION, "stub": True,
                                 "event_id": entry.event_id, "session_key": entry.session_key,
                                 "digest": entry.digest})
-            tmp = self.events_path.with_name(f".spool.{os.getpid()}.tmp")
-            fd = _open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-            try:
-                os.write(fd, b"".join(json.dumps(r, separators=(",", ":")).encode() + b"\n"
-                                      for r in records))
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, self.events_path)
-            _fsync_dir(self.dir)
+            write_atomic(self.events_path, b"".join(
+                json.dumps(r, separators=(",", ":")).encode() + b"\n" for r in records),
+                mode=0o600)
         return stubbed
