@@ -23,3 +23,9 @@ def test_roam_version_imports_nothing_heavy() -> None:
             "try:\n    main()\nexcept SystemExit:\n    pass")
     modules = _imported_after(code)
     assert not modules & set(HEAVY), modules & set(HEAVY)
+
+
+def test_the_testing_package_loads_its_suites_on_first_use() -> None:
+    assert "pytest" not in _imported_after("import roam_core.testing")
+    modules = _imported_after("from roam_core.testing import BackendContract, SinkContract")
+    assert {"pytest", "roam_core.testing.contract", "roam_core.testing.sink_contract"} <= modules
