@@ -36,3 +36,23 @@ def test_malformed_config_is_one_config_error(tmp_path: Path, reader: object, te
         reader(tmp_path)  # type: ignore[operator]
     assert message in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("key", ["ROAM_ARCHIVE_KEY", "ROAM_S3_SECRET_ACCESS_KEY",
+                                 "ROAM_DISCORD_BOT_TOKEN", "api_key"])
+def test_config_set_refuses_to_write_a_secret(tmp_path: Path, key: str,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from roam_core.cli.main import main
+
+    value = "canary-secret-value-4e1f0b2c9d"
+    assert main(["--home", str(tmp_path), "config", "set", key, value]) == 1
+    err = capsys.readouterr().err
+    assert "roam never writes secrets" in err and value not in err
+    assert not (tmp_path / "config.yaml").exists()
+
+
+def test_config_set_still_writes_ordinary_settings(tmp_path: Path) -> None:
+    from roam_core.cli.main import main
+
+    assert main(["--home", str(tmp_path), "config", "set", "device_name", "laptop"]) == 0
+    assert load_settings(tmp_path)["device_name"] == "laptop"

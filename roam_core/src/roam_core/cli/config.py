@@ -20,7 +20,18 @@ def _parse_value(raw: str) -> object:
         return raw
 
 
+def _refuse_secret(key: str) -> None:
+    from roam_core.config.sensitive import is_secret_key
+    from roam_core.crypto import KEY_ENV
+
+    if key == KEY_ENV or is_secret_key(key):
+        # config.yaml is a plain file Hermes and roam read; the value is never echoed back
+        raise UserError(f"{key} looks like a secret, and roam never writes secrets: set it "
+                        "in the environment or as a line of the root home's .env instead")
+
+
 def _set(args: argparse.Namespace) -> int:
+    _refuse_secret(args.key)
     write_settings(resolve_home(args.home).root, {args.key: _parse_value(args.value)})
     return 0
 
