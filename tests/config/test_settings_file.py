@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from roam_core.errors import ConfigError
-from roam_core.settings import DEFAULTS, load_settings, write_settings
+from roam_core.settings import DEFAULTS, load_settings, number, write_settings
 
 DEEP = "a: " + "[" * 600 + "]" * 600 + "\n"  # past the interpreter's recursion limit
 
@@ -56,3 +56,28 @@ def test_config_set_still_writes_ordinary_settings(tmp_path: Path) -> None:
 
     assert main(["--home", str(tmp_path), "config", "set", "device_name", "laptop"]) == 0
     assert load_settings(tmp_path)["device_name"] == "laptop"
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("max_file_mb", "lots", "setting max_file_mb must be a number of at least 0, not 'lots'"),
+    ("backup_keep", "-1", "must be a number of at least 0"),
+    ("push_debounce_seconds", ".inf", "must be a number of at least 0"),
+    ("sessions_max_mb", "true", "must be a number"),
+    ("auto_push", "tru", "setting auto_push is a switch: true or false, not 'tru'"),
+])
+def test_config_set_refuses_a_value_the_setting_cannot_take(
+        tmp_path: Path, key: str, value: str, message: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from roam_core.cli.main import main
+
+    assert main(["--home", str(tmp_path), "config", "set", key, value]) == 1
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "config.yaml").exists()
+
+
+def test_number_reads_a_numeric_setting() -> None:
+    assert number({"max_file_mb": 2.5}, "max_file_mb") == 2.5
+    assert number({"max_file_mb": "7"}, "max_file_mb") == 7
+    assert number({"max_file_mb": None}, "max_file_mb") == DEFAULTS["max_file_mb"]
+    with pytest.raises(ConfigError, match="max_file_mb"):
+        number({"max_file_mb": [1]}, "max_file_mb")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,38 @@ DEFAULTS: dict[str, Any] = {
 }
 
 SETTINGS_PATH = ("plugins", "entries", "roam", "settings")
+
+
+def number(settings: Mapping[str, Any], name: str) -> float:
+    """A numeric core setting (its default when unset) as a finite number of at least 0.
+
+    Raises:
+        ConfigError: naming the setting and the value when it is not such a number.
+    """
+    raw = settings.get(name)
+    if raw is None or raw == "":
+        raw = DEFAULTS[name]
+    try:
+        value = float(raw) if not isinstance(raw, bool) else math.nan
+    except (TypeError, ValueError, OverflowError):
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise ConfigError(f"setting {name} must be a number of at least 0, not {raw!r}")
+    return value
+
+
+def check_core_setting(name: str, value: Any) -> None:
+    """Refuse a value a core setting cannot take (`roam config set` checks before writing).
+
+    Raises:
+        ConfigError: for a non-number where a number belongs, or a non-boolean switch.
+    """
+    default = DEFAULTS.get(name)
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise ConfigError(f"setting {name} is a switch: true or false, not {value!r}")
+    elif isinstance(default, int):
+        number({name: value}, name)
 
 
 def load_yaml_mapping(path: Path) -> dict[str, Any]:

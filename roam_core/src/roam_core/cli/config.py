@@ -8,7 +8,7 @@ import json
 from roam_core.cli.output import emit_json
 from roam_core.errors import UserError
 from roam_core.home import resolve_home
-from roam_core.settings import DEFAULTS, load_settings, write_settings
+from roam_core.settings import DEFAULTS, check_core_setting, load_settings, write_settings
 
 
 def _parse_value(raw: str) -> object:
@@ -32,7 +32,9 @@ def _refuse_secret(key: str) -> None:
 
 def _set(args: argparse.Namespace) -> int:
     _refuse_secret(args.key)
-    write_settings(resolve_home(args.home).root, {args.key: _parse_value(args.value)})
+    value = _parse_value(args.value)
+    check_core_setting(args.key, value)
+    write_settings(resolve_home(args.home).root, {args.key: value})
     return 0
 
 

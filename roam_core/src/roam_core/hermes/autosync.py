@@ -26,6 +26,7 @@ from typing import Any
 
 from roam_core.hermes import autostate
 from roam_core.hermes.runner import VerbResult, run_verb
+from roam_core.settings import number
 
 log = logging.getLogger("roam.hermes")
 
@@ -107,7 +108,7 @@ def session_end(root: Path) -> str:
     if not autostate.initialized(root):
         return "not initialized"
     state = autostate.load(root)
-    debounce = float(settings.get("push_debounce_seconds") or 0)
+    debounce = number(settings, "push_debounce_seconds")
     if time.time() - float(state.get("last_push_at") or 0) < debounce:
         return "debounced"
     pending = state.get("pending")
