@@ -204,7 +204,9 @@ def test_following_the_user_guide(scenario: str, tmp_path: Path) -> None:
     assert "sk-desktop-only" not in (laptop / ".env").read_text()
     for never in ("auth.json", "state.db", "logs/agent.log", "sessions"):
         assert not (laptop / never).exists(), never
-    assert "docker" in (laptop / "config.yaml").read_text()
+    laptop_config = (laptop / "config.yaml").read_text()
+    assert "docker" in laptop_config  # its own terminal, never replaced
+    assert "skin: midnight" in laptop_config  # the desktop's host key deletes nothing here
 
 
 def test_every_runnable_block_runs_in_some_scenario() -> None:
