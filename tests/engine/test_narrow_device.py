@@ -55,3 +55,37 @@ def test_only_a_device_that_sees_a_path_can_delete_it(make_device) -> None:
     a.roam("pull", "--apply")
     (a.root / "skills/private/SKILL.md").unlink()
     assert a.roam("push", "--json").json()["removed"] == ["skills/private/SKILL.md"]
+
+
+def test_widening_rules_receives_hidden_paths_instead_of_deleting_them(make_device) -> None:
+    a, b = make_device("a"), make_device("b")
+    a.write("skills/private/SKILL.md", "kept from b until b widens its rules\n")
+    a.write("SOUL.md", "s\n")
+    a.roam("init", "--create-remote")
+    a.roam("push")
+    _narrow(b, "local:\n  - skills/private/\n")
+    b.roam("init")
+    assert b.roam("pull", "--apply").code == 0
+    assert not b.exists("skills/private/SKILL.md")
+    (b.root / "roam" / "rules.yaml").unlink()  # b now sees skills/private/
+    assert b.roam("status", "--json").json()["changes"]["removed"] == []
+    b.write("SOUL.md", "b's edit\n")
+    pushed = b.roam("push", "--json").json()
+    assert pushed["removed"] == [], "a path b never had is not a deletion"
+    assert b.roam("pull", "--apply").code == 0
+    assert b.read("skills/private/SKILL.md") == "kept from b until b widens its rules\n"
+    assert a.roam("pull", "--apply").code == 0
+    assert a.read("skills/private/SKILL.md") == "kept from b until b widens its rules\n"
+
+
+def test_plugin_inventory_alone_is_not_a_push(make_device) -> None:
+    a = make_device("a")
+    a.write("SOUL.md", "s\n")
+    a.roam("init", "--create-remote")
+    assert a.roam("push").code == 0
+    a.write("plugins/foo/plugin.yaml", "name: foo\nversion: 1\n")
+    again = a.roam("push")
+    assert again.code == 0 and "nothing to push" in again.out
+    a.write("SOUL.md", "s2\n")
+    pushed = a.roam("push", "--json").json()
+    assert "roam/installed-plugins.json" in pushed["changed"]

@@ -102,6 +102,7 @@ class Planner:
         self.local: dict[str, LocalFile] = files
         self.plan = Plan(view.head.generation, view.head.device, view.snapshot.created)
         self.new_state = copy.deepcopy(state)
+        self.unseen: set[str] = set()
 
     def build(self) -> Plan:
         remote = self.view.manifest
@@ -115,6 +116,8 @@ class Planner:
                 plan_archive(self, rel, remote.get(rel), self.base.get(rel))
                 continue
             if self.scope.classify(rel) is not Scope.SHARED:
+                if rel in remote:
+                    self.unseen.add(rel)
                 if rel in remote and (rel not in self.base
                                       or not remote[rel].same_content(self.base[rel])):
                     self.plan.kept_by_rules.append(
@@ -126,7 +129,10 @@ class Planner:
             if is_jobs_file(rel):  # merged job by job; new or changed jobs land paused
                 plan_cron(self, rel, remote.get(rel), self.base.get(rel), self.local.get(rel))
                 continue
-            self._path(rel, remote.get(rel), self.base.get(rel), self.local.get(rel))
+            base = self.base.get(rel)
+            if rel in self.state.unseen and rel not in self.local:
+                base = None  # hidden by the rules until now: never here, so not deleted here
+            self._path(rel, remote.get(rel), base, self.local.get(rel))
         self.plan.kept_by_rules.extend(archive_off_rows(self.archive_off))
         self._finish_state()
         self.plan.new_state = self.new_state
@@ -264,6 +270,7 @@ class Planner:
         state.snapshot = self.view.head.snapshot
         state.last_pull = self.view.head.generation
         state.set_base(self.view.manifest)
+        state.unseen = sorted(self.unseen)
 
 
 def _same(loc: LocalFile | None, b: FileEntry | None) -> bool:

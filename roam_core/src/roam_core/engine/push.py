@@ -107,6 +107,7 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
         result.archive = archive.as_json()
     manifest: Manifest = {}
     to_send: list[LocalFile] = []
+    unseen = set(state.unseen)
     for rel, item in sorted(files.items()):
         if item.sha256 is None and rel in compare:
             continue  # vanished while we looked
@@ -122,14 +123,23 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
             continue
         # Only this device's own archive namespace is ever rewritten; every other device's
         # is carried forward below, whatever this device's rules say.
-        if archive.replaces(rel) or (not is_archive(rel)
+        # A path this device never received because its rules hid it is not a deletion
+        # when the rules later widen: it was never here to be deleted.
+        if archive.replaces(rel) or (not is_archive(rel) and rel not in unseen
                                      and scope.classify(rel) is Scope.SHARED):
             result.removed.append(rel)
         else:
             manifest[rel] = entry
             result.carried += 1
     result.removed.sort()
-    if not (to_send or result.removed) and set(manifest) == set(reference):
+    # the plugin inventory alone is not worth a generation: it travels with real changes
+    only_inventory = [item.rel for item in to_send] == [inventory.INVENTORY]
+    if (not to_send or only_inventory) and not result.removed \
+            and set(manifest) | {inventory.INVENTORY} >= set(reference):
+        if only_inventory:
+            result.added = [rel for rel in result.added if rel != inventory.INVENTORY]
+            result.changed = [rel for rel in result.changed if rel != inventory.INVENTORY]
+            result.bytes_changed = 0
         result.nothing = True
         cache.save(files)
         return result

@@ -35,6 +35,8 @@ class LocalState:
     last_push: int | None = None
     last_pull: int | None = None
     pending_push_error: str | None = None
+    #: base paths this device's rules kept it from receiving (never on this disk)
+    unseen: list[str] = field(default_factory=list)
 
     def base_manifest(self) -> Manifest:
         return {path: FileEntry.from_json(path, data, "state.json")

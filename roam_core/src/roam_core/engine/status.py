@@ -28,8 +28,9 @@ def local_changes(session: Session) -> dict[str, list[str]]:
     changed = sorted(rel for rel, item in files.items()
                      if rel in base and (item.sha256 != base[rel].sha256
                                          or item.mode != base[rel].mode))
-    removed = sorted(rel for rel in base
-                     if rel not in files and scope.classify(rel) is Scope.SHARED)
+    unseen = set(state.unseen)  # hidden by rules until now: never here, so not removed
+    removed = sorted(rel for rel in base if rel not in files and rel not in unseen
+                     and scope.classify(rel) is Scope.SHARED)
     return {"added": added, "changed": changed, "removed": removed}
 
 
