@@ -184,7 +184,10 @@ class Campaign(FleetRun):
     # -- roam commands ------------------------------------------------------------------------
 
     def step_status(self, index: int) -> None:
-        self.expect(self.command(index, "status", "--json"), 0, "status")
+        report = self.expect(self.command(index, "status", "--json"), 0, "status").json()
+        model = self.devices[index].model
+        assert report["remote_generation"] == self.fleet.head, report
+        assert report["behind"] == (model.synced != self.fleet.head), (report, model.synced)
 
     def step_check(self, index: int) -> None:
         self.expect(self.command(index, "check", "--read-data"), 0, "check --read-data")
@@ -215,7 +218,8 @@ class Campaign(FleetRun):
         predicted = fleet.predict_push(model, local, projection, forced=behind)
         reference = fleet.versions[fleet.head] if behind else model.base
         report = result.json()
-        if predicted == reference:
+        if _without(predicted, INVENTORY) == _without(reference, INVENTORY):
+            # the plugin inventory alone is not worth a generation
             assert report["nothing_to_push"], f"push published an unchanged home: {report}"
             return
         assert not report["nothing_to_push"], "push found nothing to publish but the home " \
@@ -297,6 +301,10 @@ class Campaign(FleetRun):
         for index in range(len(self.devices)):
             self.pull(index, overwrite=False)
         check_converged(self)
+
+
+def _without(files: dict[str, bytes], rel: str) -> dict[str, bytes]:
+    return {path: data for path, data in files.items() if path != rel}
 
 
 def _digest(data: bytes | None) -> str:

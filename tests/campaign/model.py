@@ -77,6 +77,8 @@ class DeviceModel:
     synced: int | None = None
     base: Files = field(default_factory=dict)
     conflicts: set[str] = field(default_factory=set)
+    #: remote paths the rules hid at the last pull: never on this disk, so never deleted here
+    unseen: set[str] = field(default_factory=set)
     accepted: dict[str, Any] | None = None  # None: never agreed on a config projection
     host: dict[str, Any] = field(default_factory=dict)
 
@@ -118,7 +120,8 @@ class FleetModel:
                      forced: bool) -> Files:
         """The manifest a push publishes: what the device sees, plus carried-forward entries."""
         reference = self.versions[self.head] if forced else dev.base
-        new: Files = {rel: data for rel, data in reference.items() if not dev.visible(rel)}
+        new: Files = {rel: data for rel, data in reference.items()
+                      if not dev.visible(rel) or (rel in dev.unseen and rel not in local)}
         for rel, data in local.items():
             if rel == CONFIG:
                 if projection is not None:
@@ -152,6 +155,8 @@ class FleetModel:
                         overwrite)
                 continue
             r, b, loc = remote.get(rel), base.get(rel), local.get(rel)
+            if rel in dev.unseen and loc is None:
+                b = None  # the rules hid it until now: absent here is not a deletion
             if loc == r:
                 expect.files[rel] = loc
                 expect.conflicts.discard(rel)
@@ -183,6 +188,7 @@ class FleetModel:
     def after_pull(self, dev: DeviceModel, expect: Expectation) -> None:
         dev.synced = self.head
         dev.base = dict(self.versions[self.head])
+        dev.unseen = {rel for rel in dev.base if not dev.visible(rel)}
         dev.conflicts = set(expect.conflicts)
         if expect.accepted is not None:
             dev.accepted = expect.accepted
