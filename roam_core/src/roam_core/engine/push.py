@@ -78,8 +78,7 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
     reference = view.manifest if behind else base
     scope = session.scope
     host_keys = tuple(getattr(scope, "host_keys", ()))
-    if not dry_run:
-        inventory.refresh(session.root)
+    inventory.refresh(session.root)  # roam's own file, so a dry run previews it too
     # archive/sessions/ in the store is the session archive's; a home file there never travels
     files = {rel: item for rel, item in list_shared(scope, state.projections).items()
              if not is_archive(rel)}
