@@ -20,7 +20,7 @@ def _check(args: argparse.Namespace) -> int:
     print(f"roam: checked {sanitize(report.identity)}")
     if report.head_generation is not None:
         print(f"  HEAD: generation {report.head_generation} (floor {report.floor})")
-    print(f"  snapshots: {report.snapshots}, trees: {report.trees}, files: {report.files}")
+    print(f"  snapshots: {report.snapshots}, trees: {report.trees}, file entries: {report.files}")
     print(f"  blobs: {report.blobs} referenced in {report.packs} pack(s); "
           f"{report.indexes} index(es); {report.unreferenced_packs} unreferenced pack(s)")
     if report.read_data:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from roam_core.engine.session import Session
@@ -98,7 +98,8 @@ class Checker:
         self.repo = Repository(session.backend, session.keys, None,
                                max_file_size=session.max_file_size)
         self.report = CheckReport(read_data=read_data)
-        self._trees: dict[str, dict[str, Any] | None] = {}
+        self._trees: dict[str, list[tuple[str, FileEntry | str]] | None] = {}
+        self._incomplete: set[str] = set()
         self._refs: dict[BlobRef, _Use] = {}
         self._contents: dict[tuple[str, int, tuple[BlobRef, ...]], _Use] = {}
 
@@ -169,14 +170,51 @@ class Checker:
 
     # -- trees and manifests ----------------------------------------------------------------
 
-    def _tree(self, tree_id: str) -> dict[str, Any] | None:
-        if tree_id not in self._trees:
+    def _parsed(self, tree_id: str) -> list[tuple[str, FileEntry | str]] | None:
+        """A tree's entries, each a file entry or a subtree id; read and judged only once.
+
+        None when the tree itself is unreadable; a bad entry is reported and left out.
+        """
+        if tree_id in self._trees:
+            return self._trees[tree_id]
+        what = f"tree {tree_id}"
+        try:
+            entries = self.repo.load_tree(tree_id)
+        except IntegrityError as error:
+            self.report.add(what, _reason(error))
+            self._trees[tree_id] = None
+            return None
+        parsed: list[tuple[str, FileEntry | str]] = []
+        for name, node in sorted(entries.items()):
+            found = self._node(what, name, node)
+            if found is not None:
+                parsed.append((name, found))
+        self._trees[tree_id] = parsed
+        if len(parsed) < len(entries):
+            self._incomplete.add(tree_id)
+        return parsed
+
+    def _node(self, what: str, name: str, node: Any) -> FileEntry | str | None:
+        """A file entry, a subtree id, or None after reporting what is wrong with it."""
+        try:
+            if "/" in name:  # roam writes one path segment per name
+                raise IntegrityError(f"entry {name!r} is not a single path segment")
+            check_path(name, what)
+        except IntegrityError as error:
+            self.report.add(what, _reason(error))
+            return None
+        if isinstance(node, dict) and node.get("t") == "d":
+            sub = node.get("tree")
+            if isinstance(sub, str):
+                return sub
+        elif isinstance(node, dict) and node.get("t") == "f":
             try:
-                self._trees[tree_id] = self.repo.load_tree(tree_id)
+                return FileEntry.from_json(name, node, what)
             except IntegrityError as error:
-                self.report.add(f"tree {tree_id}", _reason(error))
-                self._trees[tree_id] = None
-        return self._trees[tree_id]
+                self.report.add(what, _reason(error))
+                return None
+        self.report.add(what, f"entry {name!r} is malformed")
+        return None
 
     def _snapshot(self, generation: int, snapshot_id: str, snapshot: Any) -> None:
         files: list[FileEntry] = []
@@ -188,19 +226,13 @@ class Checker:
                 self.report.add(f"tree {tree_id}", f"nests deeper than {MAX_DEPTH} levels")
                 complete = False
                 continue
-            entries = self._tree(tree_id)
-            if entries is None:
-                complete = False
-                continue
-            for name, node in sorted(entries.items()):
-                path = f"{prefix}{name}"
-                found = self._node(tree_id, path, node)
+            parsed = self._parsed(tree_id)
+            complete = complete and parsed is not None and tree_id not in self._incomplete
+            for name, found in parsed or ():
                 if isinstance(found, FileEntry):
-                    files.append(found)
-                elif isinstance(found, str):
-                    stack.append((path + "/", found, depth + 1))
+                    files.append(replace(found, path=prefix + name))
                 else:
-                    complete = False
+                    stack.append((f"{prefix}{name}/", found, depth + 1))
         what = f"snapshot {snapshot_id}"
         try:
             manifest = check_manifest(files, self.repo.max_file_size,
@@ -215,27 +247,6 @@ class Checker:
                             f"{sum(e.size for e in manifest.values())}")
         for entry in manifest.values():
             self._file(entry, generation)
-
-    def _node(self, tree_id: str, path: str, node: Any) -> FileEntry | str | None:
-        """A file entry, a subtree id, or None after reporting what is wrong with it."""
-        what = f"tree {tree_id}"
-        try:
-            check_path(path, what)
-        except IntegrityError as error:
-            self.report.add(what, _reason(error))
-            return None
-        if isinstance(node, dict) and node.get("t") == "d":
-            sub = node.get("tree")
-            if isinstance(sub, str):
-                return sub
-        elif isinstance(node, dict) and node.get("t") == "f":
-            try:
-                return FileEntry.from_json(path, node, what)
-            except IntegrityError as error:
-                self.report.add(what, _reason(error))
-                return None
-        self.report.add(what, f"entry {path!r} is malformed")
-        return None
 
     def _file(self, entry: FileEntry, generation: int) -> None:
         self.report.files += 1
