@@ -8,14 +8,16 @@ from roam_core.engine import inventory
 from roam_core.engine import remote as remote_module
 from roam_core.engine.scan import StatCache, fill_digests, list_shared
 from roam_core.engine.session import Session
+from roam_core.engine.state import LocalState
 from roam_core.errors import RoamError
 from roam_core.types import Scope
 
 
-def local_changes(session: Session) -> dict[str, list[str]]:
+def local_changes(session: Session, state: LocalState | None = None) -> dict[str, list[str]]:
     """Shared paths added, changed or removed here since the last synced generation."""
-    state = session.require_state()
-    base = state.base_manifest()
+    state = state or session.require_state()
+    # digests and modes straight from state.json: no FileEntry per path on this hot path
+    base = {rel: (entry.get("sha256"), entry.get("mode")) for rel, entry in state.base.items()}
     scope = session.scope
     files = list_shared(scope, state.projections)
     cache = StatCache(session.state_dir / "cache")
@@ -26,8 +28,7 @@ def local_changes(session: Session) -> dict[str, list[str]]:
     base.pop(inventory.INVENTORY, None)
     added = sorted(rel for rel in files if rel not in base)
     changed = sorted(rel for rel, item in files.items()
-                     if rel in base and (item.sha256 != base[rel].sha256
-                                         or item.mode != base[rel].mode))
+                     if rel in base and (item.sha256, item.mode) != base[rel])
     unseen = set(state.unseen)  # hidden by rules until now: never here, so not removed
     removed = sorted(rel for rel in base if rel not in files and rel not in unseen
                      and scope.classify(rel) is Scope.SHARED)
@@ -37,7 +38,7 @@ def local_changes(session: Session) -> dict[str, list[str]]:
 def status(session: Session) -> dict[str, Any]:
     """Local and remote generation, ahead/behind, dirty paths; `reachable` False on failure."""
     state = session.require_state()
-    changes = local_changes(session)
+    changes = local_changes(session, state)
     dirty = sum(len(paths) for paths in changes.values())
     report: dict[str, Any] = {
         "root": str(session.root), "device": state.device,
@@ -54,15 +55,17 @@ def status(session: Session) -> dict[str, Any]:
     if hasattr(scope, "optional_items"):
         report["optional"] = scope.optional_items()
     try:
-        view = remote_module.load_remote(session, state)
+        # HEAD and its snapshot (the roster) are enough: the manifest is not needed here
+        head = remote_module.read_verified_head(session, state)
+        snapshot = None if head is None else session.repo.load_snapshot(head.snapshot)
     except RoamError as error:
         report["error"] = str(error)
         return report
     report["reachable"] = True
-    if view is not None:
-        report["remote_generation"] = view.head.generation
-        behind = view.head.generation != state.generation
+    if head is not None and snapshot is not None:
+        report["remote_generation"] = head.generation
+        behind = head.generation != state.generation
         report["behind"] = report["remote_ahead"] = behind
-        report["fleet_size"] = len(view.snapshot.roster)
-        report["last_push_device"] = view.head.device
+        report["fleet_size"] = len(snapshot.roster)
+        report["last_push_device"] = head.device
     return report
