@@ -157,6 +157,7 @@ def test_malformed_yaml_names_file_and_line(text: str, message: str) -> None:
     ("bot_token", True), ("access_token", True), ("password", True), ("client_secret", True),
     ("key", True), ("private_key", True), ("aws_access_key_id", True), ("webhook_url", True),
     ("Authorization", True), ("cookie", True), ("dsn", True),
+    ("ROAM_ARCHIVE_KEY", True), ("archive_key", True), ("auto_archive", False),
     ("max_tokens", False), ("redact_secrets", False), ("credential_pool_strategies", False),
     ("hotkey", False), ("keybindings", False), ("skin", False), ("base_url", False),
     ("context_length", False), ("token_budget", False),

@@ -19,6 +19,7 @@ SECRET_WORDS = frozenset({
 KEY_QUALIFIERS = frozenset({
     "api", "access", "private", "secret", "signing", "encryption", "master", "client", "app",
     "account", "service", "license", "auth", "ssh", "gpg", "pgp", "deploy", "bot", "admin",
+    "archive",  # roam's own ROAM_ARCHIVE_KEY / archive_key
 })
 #: Words that make a secret-sounding name a policy about secrets, not a secret
 #: (`redact_secrets`, `credential_pool_strategies`, `max_tokens` is plural anyway).

@@ -158,11 +158,11 @@ class Planner:
               loc: LocalFile | None) -> None:
         same = (r is None and loc is None) or (
             r is not None and loc is not None and loc.sha256 == r.sha256 and loc.mode == r.mode)
-        if self.scope.is_config(rel) and r is None:
-            if loc is not None:
-                self.plan.local_changes.append(rel)  # a config is never deleted by a pull
-            return
         if self.scope.is_config(rel):
+            if r is None:
+                if loc is not None:
+                    self.plan.local_changes.append(rel)  # a config is never deleted by a pull
+                return
             if same:
                 self.plan.unchanged += 1
                 self.new_state.conflicts.pop(rel, None)

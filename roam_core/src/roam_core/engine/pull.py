@@ -10,6 +10,7 @@ from roam_core.engine.plan import Plan, Planner
 from roam_core.engine.progress import ProgressSink
 from roam_core.engine.session import Session
 from roam_core.engine.state import raise_floor, save_state
+from roam_core.settings import number
 
 
 @dataclass
@@ -58,7 +59,7 @@ def pull(session: Session, *, apply: bool = False, overwrite_conflicts: bool = F
             progress.begin(len(writes), sum(view.manifest[rel].size for rel in writes
                                             if rel in view.manifest))
         Install(session.root, session.state_dir, plan.ops, progress).run(new_state)
-        prune_backups(session.state_dir, int(session.settings.get("backup_keep") or 5))
+        prune_backups(session.state_dir, int(number(session.settings, "backup_keep")))
     else:
         save_state(session.state_dir, new_state)
     if not (keep_seen or only):

@@ -16,7 +16,7 @@ from roam_core.engine.state import LocalState, load_state
 from roam_core.errors import UserError
 from roam_core.home import Home
 from roam_core.manager import get_manager
-from roam_core.settings import load_settings
+from roam_core.settings import load_settings, number
 from roam_core.storage import Backend, GuardedBackend
 from roam_core.store.repository import Repository
 from roam_core.types import PluginContext
@@ -57,7 +57,7 @@ class Session:
 
     @property
     def max_file_size(self) -> int:
-        return int(float(self.settings.get("max_file_mb") or 100) * 1024 * 1024)
+        return int(number(self.settings, "max_file_mb") * 1024 * 1024)
 
     @functools.cached_property
     def keys(self) -> crypto.Keys:
