@@ -157,7 +157,8 @@ def build_report(model: ScopeModel, profile: str = "default") -> dict[str, Any]:
             rows.append((prefix, scope.value, f"profile excluded: {reason}"))
         else:
             rows.extend(_top_level(model, prefix))
-    rows.extend(_pinned(model))
+    listed = {row[0] for row in rows}
+    rows.extend(row for row in _pinned(model) if row[0] not in listed)  # once per folder
     for path, tier, reason in rows:
         tiers[tier].append({"path": path, "reason": reason})
     return {
