@@ -46,7 +46,7 @@ def test_backfill_posts_past_sessions_once(root: Path, server: DiscordServer,
                      env=env)
     assert again.returncode == 0 and "0 spooled, 2 already mirrored" in again.stdout
     [thread] = server.threads.values()
-    assert thread.name == "Old work"
+    assert thread.name.startswith("Old work · ")  # a per-session tag keeps names unique
     assert [m["content"] for m in thread.messages] == [
         "**You**\nfirst [hermes-redacted]\n\n**Hermes**\nreply one",
         "**You**\nsecond\n\n**Hermes**\nreply two"]

@@ -83,3 +83,22 @@ def test_injected_global_429(server: DiscordServer, client: httpx.Client) -> Non
     answer = client.post(f"/channels/{CHANNEL}/threads", json={"name": "t", "type": 11})
     assert answer.status_code == 429 and answer.json()["global"] is True
     assert answer.headers["X-RateLimit-Global"] == "true"
+
+
+def test_thread_listings_and_their_404s(server: DiscordServer, client: httpx.Client) -> None:
+    thread = _thread(client)
+    channel = client.get(f"/channels/{CHANNEL}").json()
+    assert channel["guild_id"] == server.guild
+    assert client.get(f"/channels/{thread}").json()["parent_id"] == CHANNEL
+    active = client.get(f"/guilds/{server.guild}/threads/active").json()["threads"]
+    assert [(t["id"], t["parent_id"], t["name"]) for t in active] == [(thread, CHANNEL, "t")]
+    assert client.get(f"/channels/{CHANNEL}/threads/archived/public").json()["threads"] == []
+    server.threads[thread].archived = True
+    assert client.get(f"/guilds/{server.guild}/threads/active").json()["threads"] == []
+    [archived] = client.get(f"/channels/{CHANNEL}/threads/archived/public").json()["threads"]
+    assert archived["id"] == thread and archived["thread_metadata"]["archived"]
+    unknown_guild = client.get("/guilds/999/threads/active")
+    assert unknown_guild.status_code == 404 and unknown_guild.json()["code"] == 10004
+    for path in ("/channels/999", "/channels/999/threads/archived/public"):
+        missing = client.get(path)
+        assert missing.status_code == 404 and missing.json()["code"] == 10003

@@ -1,7 +1,9 @@
 """A Discord-shaped REST server on 127.0.0.1 that enforces what Discord enforces.
 
-Serves the two routes the mirror uses under `/api/v10` (plus DELETE of a thread and GET
-of a thread's messages, for tests), on a real socket, port 0, in a daemon thread::
+Serves the routes the mirror uses under `/api/v10` (creating threads and messages; GET of
+a channel, of a guild's active threads, of a channel's archived public threads and of a
+thread's messages; DELETE of a thread, for tests), on a real socket, port 0, in a daemon
+thread::
 
     with DiscordServer(token="t0k", channels={"111"}) as server:
         base = server.api_base                       # http://127.0.0.1:PORT/api/v10
@@ -22,6 +24,11 @@ What it enforces (a request breaking a rule gets Discord's status and error shap
   parse anything (stricter than Discord, which would parse mentions from content); `nonce`
   a string of at most 25 characters or an integer; with `enforce_nonce` a repeated nonce
   within `nonce_window` seconds returns the first message and creates nothing.
+- `GET /channels/{id}`: a channel (with `guild_id`) or a thread (with `parent_id`), else
+  404 (code 10003). `GET /guilds/{guild}/threads/active`: the guild's unarchived threads
+  (`{"threads", "members"}`), 404 (code 10004 "Unknown Guild") for another guild.
+  `GET /channels/{channel}/threads/archived/public`: the channel's archived public threads
+  (`{"threads", "members", "has_more"}`), 404 for an unknown channel.
 - Rate limits per bucket (route + channel): `bucket_limit` requests per `bucket_window`
   seconds, announced in `X-RateLimit-Limit/-Remaining/-Reset/-Reset-After/-Bucket`; a
   request over the limit gets 429 `{"message", "retry_after", "global": false}` with
@@ -31,6 +38,9 @@ What it enforces (a request breaking a rule gets Discord's status and error shap
   `global_`) for the next `count` matching requests, optionally delayed.
 - `down = True`: every connection is closed without an answer; `stop()` then `start()`
   frees and re-binds the same port (the outage a turn must not feel).
+- `fail_thread_answer`: a status (e.g. 500) answered for the next thread creation *after*
+  the thread was stored (Discord made it, the answer was lost); `hold_after_thread` holds
+  that answer like `hold_after_create` and sets `thread_created`.
 - `hold_after_create`: seconds to wait after a message was stored and before answering
   (a sender killed in that window has "posted but not recorded"); `message_created` is
   set when such a hold starts and `release` ends every hold early.
@@ -73,6 +83,7 @@ class Thread:
     name: str
     parent_id: str
     type: int
+    archived: bool = False
     messages: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -120,8 +131,12 @@ class DiscordServer:
 
     def __init__(self, token: str = "test-bot-token", channels: set[str] | None = None, *,
                  bucket_limit: int = 5, bucket_window: float = 1.0, global_limit: int = 50,
-                 nonce_window: float = 300.0) -> None:
+                 nonce_window: float = 300.0, guild: str = "300000000000000003") -> None:
         self.token = token
+        self.guild = guild
+        self.fail_thread_answer = 0
+        self.hold_after_thread = 0.0
+        self.thread_created = threading.Event()
         self.channels = set(channels or {"100000000000000001"})
         self.forbidden: set[str] = set()
         self.bucket_limit = bucket_limit
@@ -235,6 +250,15 @@ class DiscordServer:
         record["status"] = status
         with self.lock:
             self.requests.append(record)
+        if status == 201 and method == "POST" and path.endswith("/threads"):
+            if self.hold_after_thread:
+                self.thread_created.set()
+                self.release.wait(self.hold_after_thread)  # created, the client has no answer
+            with self.lock:
+                if self.fail_thread_answer:
+                    status, body = self.fail_thread_answer, {"message": "injected", "code": 0}
+                    self.fail_thread_answer = 0
+                    record["status"] = status
         if status == 200 and method == "POST" and path.endswith("/messages") \
                 and self.hold_after_create:
             self.message_created.set()
@@ -253,7 +277,12 @@ class DiscordServer:
             self.faults = [f for f in self.faults if f.count > 0]
         if headers.get("Authorization") != f"Bot {self.token}":
             return 401, {"message": "401: Unauthorized", "code": 0}, {}
-        match = re.fullmatch(rf"{API_PREFIX}/channels/(\d+)(/threads|/messages)?(\?.*)?", path)
+        guild = re.fullmatch(rf"{API_PREFIX}/guilds/(\d+)/threads/active", path)
+        if guild is not None and method == "GET":
+            return self._active_threads(guild.group(1))
+        match = re.fullmatch(
+            rf"{API_PREFIX}/channels/(\d+)(/threads/archived/public|/threads|/messages)?(\?.*)?",
+            path)
         if match is None:
             return 404, {"message": "404: Not Found", "code": 0}, {}
         channel, tail = match.group(1), match.group(2) or ""
@@ -280,6 +309,10 @@ class DiscordServer:
                 return (*self._create_thread(channel, payload), limits)
             if method == "POST" and tail == "/messages":
                 return (*self._create_message(channel, payload, now), limits)
+            if method == "GET" and tail == "/threads/archived/public":
+                return (*self._archived_threads(channel), limits)
+            if method == "GET" and not tail:
+                return (*self._channel(channel), limits)
             if method == "GET" and tail == "/messages":
                 if channel not in self.threads:
                     return 404, {"message": "Unknown Channel", "code": 10003}, limits
@@ -289,6 +322,35 @@ class DiscordServer:
                 return (200, {"id": channel}, limits) if thread else \
                     (404, {"message": "Unknown Channel", "code": 10003}, limits)
         return 405, {"message": "405: Method Not Allowed", "code": 0}, {}
+
+    @staticmethod
+    def _thread_json(thread: Thread) -> dict[str, Any]:
+        return {"id": thread.id, "type": thread.type, "name": thread.name,
+                "parent_id": thread.parent_id, "message_count": len(thread.messages),
+                "thread_metadata": {"archived": thread.archived,
+                                    "auto_archive_duration": 10080}}
+
+    def _channel(self, channel: str) -> tuple[int, Any]:
+        if channel in self.channels:
+            return 200, {"id": channel, "type": 0, "guild_id": self.guild}
+        if channel in self.threads:
+            return 200, {**self._thread_json(self.threads[channel]), "guild_id": self.guild}
+        return 404, {"message": "Unknown Channel", "code": 10003}
+
+    def _active_threads(self, guild: str) -> tuple[int, Any, dict[str, str]]:
+        with self.lock:
+            if guild != self.guild:
+                return 404, {"message": "Unknown Guild", "code": 10004}, {}
+            found = [self._thread_json(t) for t in self.threads.values() if not t.archived
+                     and t.parent_id not in self.forbidden]
+        return 200, {"threads": found, "members": []}, {}
+
+    def _archived_threads(self, channel: str) -> tuple[int, Any]:
+        if channel not in self.channels:
+            return 404, {"message": "Unknown Channel", "code": 10003}
+        found = [self._thread_json(t) for t in self.threads.values()
+                 if t.archived and t.parent_id == channel]
+        return 200, {"threads": found[::-1][:100], "members": [], "has_more": len(found) > 100}
 
     def _fault(self, fault: Fault) -> tuple[int, Any, dict[str, str]]:
         if fault.status == 429:

@@ -24,6 +24,10 @@ MAX_ATTEMPTS = 5
 MAX_RETRY_AFTER = 3600.0
 
 
+class MaybeSent(SinkRetry):
+    """A non-idempotent request may have reached Discord, but no answer says what it did."""
+
+
 class NotFound(Exception):
     """The resource (channel or thread) does not exist: a 404."""
 
@@ -141,8 +145,13 @@ class DiscordClient:
     # -- requests ------------------------------------------------------------------------
 
     def request(self, method: str, route: str, major: str, path: str,
-                payload: dict[str, Any] | None = None) -> Any:
-        """Send one request (`route` like "POST /channels/{id}/messages") and return JSON."""
+                payload: dict[str, Any] | None = None, *, idempotent: bool = True) -> Any:
+        """Send one request (`route` like "POST /channels/{id}/messages") and return JSON.
+
+        With `idempotent=False` (creating a thread, which has no nonce) a request that may
+        have reached Discord (a 5xx or a lost answer) is not sent again here: a resend could
+        create a second thread, so `MaybeSent` tells the caller to look for the first one.
+        """
         import httpx
 
         token = self._token()
@@ -157,6 +166,8 @@ class DiscordClient:
                     headers={"Authorization": f"Bot {token}"})
             except httpx.HTTPError as error:
                 last_error = f"cannot reach Discord: {type(error).__name__}"
+                if not idempotent and not isinstance(error, httpx.ConnectError):
+                    raise MaybeSent(last_error) from None
                 if isinstance(error, httpx.ConnectError) or attempt >= 2:
                     break  # refused or unresolvable: the spool's backoff waits, not us
                 self.sleep(0.5 * 2 ** attempt)
@@ -176,6 +187,8 @@ class DiscordClient:
                 continue
             if status >= 500:
                 last_error = f"Discord server error ({status})"
+                if not idempotent:
+                    raise MaybeSent(last_error)
                 if attempt >= 2:
                     break
                 self.sleep(0.5 * 2 ** attempt)

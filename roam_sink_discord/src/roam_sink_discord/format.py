@@ -114,8 +114,15 @@ def _one_line(text: str) -> str:
     return " ".join(_NAME_UNSAFE.sub(" ", text).split())
 
 
-def thread_name(event: TurnEvent) -> str:
-    """A thread name from the session's title (else its first message), 1–100 units."""
+def thread_name(event: TurnEvent, tag: str = "") -> str:
+    """A thread name from the session's title (else its first message), 1–100 units.
+
+    `tag` (a short id derived from the session) is appended after " · " and always kept:
+    it makes the name unique per session, so a restarted sender can recognise the thread
+    it created before a crash by name alone.
+    """
+    suffix = f" · {tag}" if tag else ""
+    limit = NAME_LIMIT - units(suffix)
     base = _one_line(event.title)
     if not base:
         first = next((line for line in event.user_message.splitlines() if line.strip()), "")
@@ -124,6 +131,6 @@ def thread_name(event: TurnEvent) -> str:
         base = f"Hermes session {event.session_id}"
     if event.profile and event.profile != "default":
         base = f"[{_one_line(event.profile)}] {base}"
-    if units(base) > NAME_LIMIT:
-        base = next(_hard_split(base, NAME_LIMIT - 1)).rstrip() + "…"
-    return base or "Hermes session"
+    if units(base) > limit:
+        base = next(_hard_split(base, limit - 1)).rstrip() + "…"
+    return (base or "Hermes session") + suffix

@@ -1,9 +1,11 @@
 """The session→thread map: `<root>/state/session-mirror.json`, mode 0600.
 
-Keyed by channel, then `profile/session`. An entry is written (and fsynced) as soon as a
-thread is created, before anything is posted into it, so a restarted sender reuses the
-thread. It also remembers how far the event in flight got (`progress`), so a multi-part
-turn interrupted by a crash resumes at the part it stopped at.
+Keyed by channel, then `profile/session`. Before a thread is created, the intent (the
+exact name asked for, and when) is written; a restarted sender that finds an intent without
+a thread id looks for that thread before creating another. An entry is written (and
+fsynced) as soon as a thread is created, before anything is posted into it, so a restarted
+sender reuses the thread. It also remembers how far the event in flight got (`progress`),
+so a multi-part turn interrupted by a crash resumes at the part it stopped at.
 """
 
 from __future__ import annotations
@@ -58,6 +60,12 @@ class ThreadMap:
         with self._locked() as data:
             data["channels"].setdefault(channel, {})[session_key] = {
                 "thread_id": thread_id, "name": name, "created_at": time.time()}
+
+    def set_intent(self, channel: str, session_key: str, name: str) -> None:
+        """Note that a thread named `name` is about to be created (none is known yet)."""
+        with self._locked() as data:
+            data["channels"].setdefault(channel, {})[session_key] = {
+                "intent": {"name": name, "at": time.time()}}
 
     def forget(self, channel: str, session_key: str, thread_id: str) -> None:
         """Drop the entry if it still points at `thread_id` (the thread is gone)."""
