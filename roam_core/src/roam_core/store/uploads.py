@@ -17,7 +17,7 @@ from roam_core.errors import ObjectExists
 from roam_core.storage import Backend
 
 #: Bytes handed to worker threads and not yet stored (a few packs).
-BYTES_IN_FLIGHT = 48 * 1024 * 1024
+BYTES_IN_FLIGHT = 32 * 1024 * 1024
 
 
 def workers_for(backend: Backend) -> int:
