@@ -20,7 +20,6 @@ from roam_core.engine.scan import (
     StatCache,
     fill_digests,
     list_shared,
-    projected_bytes,
 )
 from roam_core.engine.session import Session, hermes_version
 from roam_core.engine.state import LocalState, raise_floor, save_state
@@ -169,8 +168,7 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
     for rel, (sha, size, blob_ids, mode) in pending.items():
         manifest[rel] = FileEntry(rel, size, mode, sha, "shared", packer.refs(blob_ids))
     result.uploaded_bytes = packer.uploaded_bytes
-    projections = {item.rel: projected_bytes(item.path, item.rel, host_keys,
-                                             item.base_projection).decode()
+    projections = {item.rel: item.projection(host_keys).decode()
                    for item in files.values() if item.is_config}
     _publish(session, state, view, manifest, result, projections)
     cache.save(files)

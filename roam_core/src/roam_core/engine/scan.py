@@ -13,7 +13,7 @@ import json
 import os
 import stat as stat_module
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -40,12 +40,19 @@ class LocalFile:
     #: the projection this device last accepted (configs): keys it keeps to itself carry
     #: the fleet's value forward instead of deleting it everywhere
     base_projection: str | None = None
+    _projected: bytes | None = field(default=None, repr=False)
+
+    def projection(self, host_keys: Iterable[str] = ()) -> bytes:
+        """A config's shared projection, parsed once per operation however often it is read."""
+        if self._projected is None:
+            self._projected = projected_bytes(self.path, self.rel, host_keys,
+                                              self.base_projection)
+        return self._projected
 
     def open_content(self, host_keys: Iterable[str] = ()) -> BinaryIO:
         """The bytes that travel: the file, or a config's shared projection."""
         if self.is_config:
-            return io.BytesIO(projected_bytes(self.path, self.rel, host_keys,
-                                              self.base_projection))
+            return io.BytesIO(self.projection(host_keys))
         return self.path.open("rb")
 
 
