@@ -4,37 +4,23 @@ from __future__ import annotations
 
 import secrets
 import subprocess
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from support.cli import roam_env, run_roam
+from support.flow import Roam, configured_device, exchange, ok
 from support.s3_servers import S3Server
 
 pytest_plugins = ("support.s3_servers",)
 
 KEY_ENV = "ROAM_ARCHIVE_KEY"
-Roam = Callable[..., subprocess.CompletedProcess[str]]
 
-
-def _ok(result: subprocess.CompletedProcess[str]) -> str:
-    assert result.returncode == 0, (result.returncode, result.stdout, result.stderr)
-    assert "Traceback" not in result.stderr
-    return result.stdout
 
 
 def _device(root: Path, name: str, server: S3Server, bucket: str,
             env: dict[str, str]) -> Roam:
-    root.mkdir(parents=True)
-
-    def roam(*args: str) -> subprocess.CompletedProcess[str]:
-        return run_roam("--home", str(root), *args, env=env, timeout=180)
-
-    settings = {**server.settings(bucket), "device_name": name}
-    for key, value in settings.items():
-        _ok(roam("config", "set", key, str(value)))
-    return roam
+    return configured_device(root, {**server.settings(bucket), "device_name": name}, env)
 
 
 def _env(server: S3Server, **extra: str) -> dict[str, str]:
@@ -48,28 +34,7 @@ def test_two_devices_push_and_pull_through_s3(s3_server: S3Server, tmp_path: Pat
     env = _env(s3_server)
     a = _device(tmp_path / "a", "laptop", s3_server, bucket, env)
     b = _device(tmp_path / "b", "desktop", s3_server, bucket, env)
-    (tmp_path / "a" / "SOUL.md").write_text("soul v1\n")
-    (tmp_path / "a" / "memories").mkdir()
-    (tmp_path / "a" / "memories" / "MEMORY.md").write_text("remember this\n")
-
-    assert "founded" in _ok(a("init", "--create-remote"))
-    _ok(a("push"))
-    assert "joined" in _ok(b("init"))
-    _ok(b("pull", "--apply"))
-    assert (tmp_path / "b" / "SOUL.md").read_text() == "soul v1\n"
-    assert (tmp_path / "b" / "memories" / "MEMORY.md").read_text() == "remember this\n"
-
-    # B answers with an edit; A is now behind and may not push until it pulls (exit 2).
-    (tmp_path / "b" / "SOUL.md").write_text("soul v2 from the desktop\n")
-    _ok(b("push"))
-    (tmp_path / "a" / "memories" / "MEMORY.md").write_text("laptop note\n")
-    behind = a("push")
-    assert behind.returncode == 2, (behind.stdout, behind.stderr)
-    _ok(a("pull", "--apply"))
-    assert (tmp_path / "a" / "SOUL.md").read_text() == "soul v2 from the desktop\n"
-    _ok(a("push"))
-    _ok(b("pull", "--apply"))
-    assert (tmp_path / "b" / "memories" / "MEMORY.md").read_text() == "laptop note\n"
+    exchange(a, b, tmp_path / "a", tmp_path / "b")
 
     # Everything in the bucket is ciphertext, under the prefix, and no credential is on disk.
     client = s3_server.client()
@@ -100,7 +65,7 @@ def test_wrong_credentials_later_exit_1_with_one_line(seaweedfs_s3: S3Server, tm
                                                       command: tuple[str, ...]) -> None:
     bucket = seaweedfs_s3.fresh_bucket()
     good = _env(seaweedfs_s3)
-    _ok(_device(tmp_path / "a", "laptop", seaweedfs_s3, bucket, good)("init"))
+    ok(_device(tmp_path / "a", "laptop", seaweedfs_s3, bucket, good)("init"))
     (tmp_path / "a" / "SOUL.md").write_text("soul\n")
     wrong = "not-the-secret-5e2b7a"
     env = {**good, "ROAM_S3_SECRET_ACCESS_KEY": wrong}
