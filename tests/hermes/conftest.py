@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from roam_core import secrets
-from support.hermes_env import hermes_homes, hermes_venv, stub_model  # noqa: F401
+from support.hermes_env import (  # noqa: F401
+    clean_roam_env,
+    hermes_homes,
+    hermes_venv,
+    stub_model,
+)
 
 
 def new_key() -> str:
@@ -26,14 +30,6 @@ def write_config(root: Path, settings: dict[str, Any], extra: str = "") -> None:
     (root / "config.yaml").write_text(extra + yaml.safe_dump(block, sort_keys=False))
 
 
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for name in list(os.environ):
-        if name.startswith(("ROAM_", "HERMES_")):
-            monkeypatch.delenv(name)
-    secrets.use_provider(None)
-    yield
-    secrets.use_provider(None)
 
 
 @pytest.fixture

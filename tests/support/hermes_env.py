@@ -350,3 +350,20 @@ def hermes_homes(hermes_venv: HermesVenv, stub_model: StubModel,
                  tmp_path_factory: pytest.TempPathFactory) -> HomeFactory:
     """Offline-ready Hermes homes pointed at `stub_model`."""
     return HomeFactory(hermes_venv, stub_model, tmp_path_factory.mktemp("hermes-homes"))
+
+
+@pytest.fixture(autouse=True)
+def clean_roam_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No inherited ROAM_/HERMES_ variables and no installed secret provider, before and after.
+
+    Autouse wherever a conftest imports it: the plugin code under test installs Hermes's
+    secret scope as roam's provider, which must not leak from one test into the next.
+    """
+    from roam_core import secrets
+
+    for name in list(os.environ):
+        if name.startswith(("ROAM_", "HERMES_")):
+            monkeypatch.delenv(name)
+    secrets.use_provider(None)
+    yield
+    secrets.use_provider(None)
