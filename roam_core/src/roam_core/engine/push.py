@@ -210,6 +210,5 @@ def _publish(session: Session, state: LocalState, view: remote_module.RemoteView
     state.set_base(manifest)
     state.conflicts.clear()  # pushing the local version is the explicit resolution
     state.projections = {rel: text for rel, text in projections.items() if rel in manifest}
-    state.pending_push_error = None
     save_state(session.state_dir, state)
     result.generation = generation

@@ -34,7 +34,6 @@ class LocalState:
     conflicts: dict[str, str] = field(default_factory=dict)
     last_push: int | None = None
     last_pull: int | None = None
-    pending_push_error: str | None = None
     #: base paths this device's rules kept it from receiving (never on this disk)
     unseen: list[str] = field(default_factory=list)
 
