@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -114,6 +115,23 @@ def test_lock_held_by_another_command_skips(desk: Path) -> None:
     assert autostate.load(desk).get("pending") is None
     assert generations(desk) == [0]
     assert autosync.first_turn_context(desk) is None
+
+
+def test_push_waits_for_this_process_s_own_remote_check(desk: Path) -> None:
+    # Under load the session's own check (status, holding the home lock) can still be
+    # running when the turn ends: the push waits for it instead of being skipped.
+    write(desk, "memories/MEMORY.md", "tea\n")
+    holding = threading.Event()
+
+    def slow_check() -> None:
+        with locked(desk / "roam"):
+            holding.set()
+            time.sleep(1.0)
+
+    assert autosync.jobs.start("check", slow_check)
+    assert holding.wait(10)
+    assert autosync.push_now(desk) == "pushed"
+    assert sorted(generations(desk)) == [0, 1]
 
 
 def test_session_start_notices_remote_ahead_once_per_generation(

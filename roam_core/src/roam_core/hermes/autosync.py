@@ -33,6 +33,8 @@ log = logging.getLogger("roam.hermes")
 #: At process exit, how long to let a running automatic push finish (Hermes's own exit
 #: watchdog forces the exit after 30 s).
 FINALIZE_WAIT = 25.0
+#: How long an automatic push waits for this process's own remote check to finish.
+CHECK_WAIT = 20.0
 #: After a failed automatic push, the next attempt waits at least this long (a remote that
 #: is ahead stays ahead until the user pulls; retrying after every turn only costs).
 RETRY_AFTER_FAILURE = 60.0
@@ -124,6 +126,11 @@ def push_now(root: Path) -> str:
     state = autostate.load(root)
     if current == state.get("last_push_fingerprint") and not state.get("pending"):
         return "unchanged"
+    # This process's own remote check (started with the session) holds the home lock while
+    # it runs: wait for it, bounded, instead of skipping a push that only raced our own check.
+    checking = jobs.check
+    if checking is not None and checking is not threading.current_thread():
+        checking.join(CHECK_WAIT)
     if lock_busy(root):
         log.info("roam: automatic push skipped: %s", _SKIPS["LockedError"])
         return "skipped"
