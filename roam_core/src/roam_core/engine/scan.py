@@ -31,7 +31,7 @@ class LocalFile:
     """One shared file as it is in the home right now."""
 
     rel: str
-    path: Path
+    location: str  # absolute path; `path` makes the `Path` only for files actually read
     size: int
     mode: int
     signature: list[int]
@@ -41,6 +41,10 @@ class LocalFile:
     #: the fleet's value forward instead of deleting it everywhere
     base_projection: str | None = None
     _projected: bytes | None = field(default=None, repr=False)
+
+    @property
+    def path(self) -> Path:
+        return Path(self.location)
 
     def projection(self, host_keys: Iterable[str] = ()) -> bytes:
         """A config's shared projection, parsed once per operation however often it is read."""
@@ -53,7 +57,7 @@ class LocalFile:
         """The bytes that travel: the file, or a config's shared projection."""
         if self.is_config:
             return io.BytesIO(self.projection(host_keys))
-        return self.path.open("rb")
+        return open(self.location, "rb")
 
 
 def projected_bytes(path: Path, rel: str, host_keys: Iterable[str] = (),
@@ -124,7 +128,7 @@ def list_shared(scope: Any, projections: Mapping[str, str] | None = None
         # `is_config` means "travels as a projection": config.yaml and cron jobs files
         projected = scope.is_config(entry.rel) or is_jobs_file(entry.rel)
         files[entry.rel] = LocalFile(
-            entry.rel, entry.path, st.st_size, st.st_mode & 0o777, _signature(st),
+            entry.rel, entry.location, st.st_size, st.st_mode & 0o777, _signature(st),
             is_config=projected,
             base_projection=(projections or {}).get(entry.rel) if projected else None)
     return files

@@ -13,7 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from roam_core.scope.patterns import Glob, Relation, first_match_regex
+from roam_core.scope.patterns import (
+    Glob,
+    Relation,
+    first_match_regex,
+    segment_test,
+    segments_regex,
+)
 from roam_core.types import Scope
 
 
@@ -109,8 +115,43 @@ def _shareable(lives: Lives) -> bool | None:
     return None
 
 
+#: Subfolder chains remembered per chain; names beyond that many kinds are narrowed afresh.
+CHILDREN_LIMIT = 256
+
+
+class _Names:
+    """Which of the live rules' next segments a subfolder name matches: a step's whole input.
+
+    One regex over every segment answers "none" (the usual answer) in one call; only a name
+    that matches some segment is tested segment by segment.
+    """
+
+    def __init__(self, lives_of_layers: tuple[Lives, ...]) -> None:
+        segments: dict[tuple[str, bool], None] = {}
+        for lives in lives_of_layers:
+            for live in lives:
+                glob = _glob(live.rule)
+                for state in live.states:
+                    segment = glob.segments[state] if state < len(glob.segments) else "**"
+                    if segment not in ("**", "*"):  # `*` matches every name: no information
+                        segments[(segment, glob.ignore_case)] = None
+        self._tests = tuple(segment_test(*key) for key in segments)
+        self._none = tuple(False for _ in self._tests)
+        self._any = segments_regex(tuple(segments)) if segments else None
+
+    def key(self, name: str) -> tuple[bool, ...]:
+        if self._any is None or self._any.match(name) is None:
+            return self._none
+        return tuple(test(name) for test in self._tests)
+
+
 class Chain:
-    """The rules that can still match inside one folder, in precedence order."""
+    """The rules that can still match inside one folder, in precedence order.
+
+    A step into a subfolder depends on the subfolder's name only through which of the live
+    rules' next segments it matches, so the chain remembers its children by that answer:
+    the thousands of folders of a large home share a handful of chains, each narrowed once.
+    """
 
     def __init__(self, hard: Lives, user: Lives, providers: tuple[Lives, ...]) -> None:
         self.hard = hard
@@ -118,6 +159,9 @@ class Chain:
         self.providers = providers
         self._layers: list[_Layer] | None = None
         self._provider_layers: list[_Layer] = []
+        self._names: _Names | None = None
+        self._children: dict[tuple[bool, ...], Chain] = {}
+        self._shareable: bool | None = None
 
     @classmethod
     def at_root(cls, hard: list[Rule], user: list[Rule],
@@ -126,11 +170,24 @@ class Chain:
 
     def narrow(self, name: str) -> Chain:
         """The chain inside the subfolder `name`: one automaton step for each live rule."""
-        return Chain(_descend(self.hard, name), _descend(self.user, name),
-                     tuple(_descend(lives, name) for lives in self.providers))
+        if self._names is None:
+            self._names = _Names((self.hard, self.user, *self.providers))
+        key = self._names.key(name)
+        found = self._children.get(key)
+        if found is None:
+            found = Chain(_descend(self.hard, name), _descend(self.user, name),
+                          tuple(_descend(lives, name) for lives in self.providers))
+            if len(self._children) < CHILDREN_LIMIT:
+                self._children[key] = found
+        return found
 
     def shareable(self) -> bool:
         """Whether anything inside this folder could be shared (False: never enter it)."""
+        if self._shareable is None:
+            self._shareable = self._could_share()
+        return self._shareable
+
+    def _could_share(self) -> bool:
         for lives in (self.hard, self.user):
             answer = _shareable(lives)
             if answer is not None:

@@ -42,8 +42,12 @@ class Entry:
     """A shared regular file found by `ScopeModel.walk`; nothing of it has been read."""
 
     rel: str
-    path: Path
+    location: str  # the absolute path as a string: a `Path` per file costs more than a stat
     stat: os.stat_result
+
+    @property
+    def path(self) -> Path:
+        return Path(self.location)
 
 
 def _compile(rule: ScopeRule, source: str, layer: str, *, active: bool = True,
@@ -126,6 +130,8 @@ class ScopeModel:
 
     def is_config(self, rel: str) -> bool:
         """`config.yaml` of the root or of a profile: these travel as shared projections."""
+        if not rel.endswith("config.yaml"):
+            return False
         parts = rel.split("/")
         return rel == "config.yaml" or (len(parts) == 3 and parts[0] == "profiles"
                                         and parts[2] == "config.yaml" and safe_rel(rel))

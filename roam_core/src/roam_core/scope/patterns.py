@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -84,6 +85,22 @@ def _covers_every_suffix(rest: tuple[str, ...]) -> bool:
 def _segment_regex(segment: str, ignore_case: bool) -> re.Pattern[str]:
     flags = re.DOTALL | (re.IGNORECASE if ignore_case else 0)
     return re.compile(_translate_segment(segment) + r"\Z", flags)
+
+
+def segment_test(segment: str, ignore_case: bool) -> Callable[[str], bool]:
+    """Whether a folder name matches one glob segment (never `**`), as a fast callable."""
+    if not ignore_case and not re.search(r"[*?\[]", segment):  # a literal: plain equality
+        return segment.__eq__
+    match = _segment_regex(segment, ignore_case).match
+    return lambda name: match(name) is not None
+
+
+@lru_cache(maxsize=1024)
+def segments_regex(segments: tuple[tuple[str, bool], ...]) -> re.Pattern[str]:
+    """One regex matching a name that matches any of `segments` ((segment, ignore_case))."""
+    body = "|".join(f"(?i:{_translate_segment(s)})" if folded else f"(?:{_translate_segment(s)})"
+                    for s, folded in segments)
+    return re.compile(f"(?:{body})\\Z", re.DOTALL)
 
 
 def escape(path: str) -> str:

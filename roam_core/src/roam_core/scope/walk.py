@@ -30,6 +30,8 @@ def display_name(rel: str) -> str:
 
 
 def _problem(name: str) -> str | None:
+    if name.isascii() and name.isprintable():  # nearly every name: two C calls
+        return None
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:
@@ -51,7 +53,7 @@ def walk_shared(root: Path, chain: Chain, skipped: list[tuple[str, str]]) -> lis
     from roam_core.scope.model import Entry
 
     found: list[Entry] = []
-    pending: list[tuple[str, Path, Chain]] = [("", root, chain)]
+    pending: list[tuple[str, str, Chain]] = [("", str(root), chain)]
     while pending:
         prefix, folder, rules = pending.pop()
         try:
@@ -76,7 +78,7 @@ def walk_shared(root: Path, chain: Chain, skipped: list[tuple[str, str]]) -> lis
             if item.is_dir(follow_symlinks=False):
                 inside = rules.narrow(name)
                 if inside.shareable():
-                    pending.append((rel + "/", folder / name, inside))
+                    pending.append((rel + "/", item.path, inside))
                 continue
             decided = rules.decide_name(name)
             if decided is None or decided.scope is not Scope.SHARED:
@@ -88,5 +90,5 @@ def walk_shared(root: Path, chain: Chain, skipped: list[tuple[str, str]]) -> lis
             if not stat_module.S_ISREG(info.st_mode):
                 skipped.append((rel, "not a regular file"))
                 continue
-            found.append(Entry(rel, folder / name, info))
+            found.append(Entry(rel, item.path, info))
     return found

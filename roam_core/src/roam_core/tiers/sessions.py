@@ -228,7 +228,7 @@ def _stabilize(stage_root: Path, chosen: list[Exported], result: ArchiveStage) -
             write_atomic(target, data, 0o600)
         st = target.stat()
         rel = archive.store_rel(result.device, item.profile, item.session_id)
-        result.files[rel] = LocalFile(rel, target, st.st_size, archive.MODE,
+        result.files[rel] = LocalFile(rel, str(target), st.st_size, archive.MODE,
                                       [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns])
     staged = stage_root / "staged"
     for path in sorted(staged.glob("*/*")) if staged.is_dir() else []:
