@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from roam_core.testing.rss import run_measured
+
 
 @dataclass
 class Sample:
@@ -32,20 +34,19 @@ class CommandFailed(RuntimeError):
 
 def run(cmd: list[str], env: dict[str, str], *, cwd: Path | None = None,
             check: bool = True) -> Sample:
-    """Run `cmd`; time it and reap it with `os.wait4` to read its own peak RSS."""
+    """Run `cmd`; its wall time and its own peak RSS, read by a small launcher process.
+
+    (Reaped from this harness directly, a command would report the harness's peak RSS too:
+    see `roam_core.testing.rss`.)
+    """
     log_out = Path(tempfile.gettempdir()) / f"bench-out-{os.getpid()}.txt"
     log_err = log_out.with_suffix(".err")
     with log_out.open("w") as out_handle, log_err.open("w") as err_handle:
-        started = time.perf_counter()
-        process = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=out_handle,
-                                   stderr=err_handle, stdin=subprocess.DEVNULL)
-        _pid, status, usage = os.wait4(process.pid, 0)
-        wall = time.perf_counter() - started
-        process.returncode = os.waitstatus_to_exitcode(status)
+        measured = run_measured(cmd, env=env, cwd=cwd, stdout=out_handle, stderr=err_handle)
     out, err = log_out.read_text(), log_err.read_text()
     log_out.unlink()
     log_err.unlink()
-    sample = Sample(wall, usage.ru_maxrss / 1024, process.returncode, out, err)
+    sample = Sample(measured.wall, measured.peak_mib, measured.code, out, err)
     if check and sample.code != 0:
         raise CommandFailed(f"{' '.join(cmd[:5])}… exited {sample.code}: {err.strip()[:400]}")
     return sample

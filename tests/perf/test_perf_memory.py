@@ -1,7 +1,9 @@
 """Bounded memory: pushing and pulling a 1 GiB file stays under 200 MiB RSS (issue 12, #5).
 
-The CLI runs in a subprocess reaped with `os.wait4`, whose rusage gives that process's own
-peak RSS. Slow (a GiB each way), so marked; no timing is asserted.
+The CLI runs in a subprocess measured by `roam_core.testing.rss` (a small launcher reaps it
+with `os.wait4`): reaped straight from this test worker, the child would report the
+worker's own peak RSS, which Linux folds into a child's at `exec`. Slow (a GiB each way),
+so marked; no timing is asserted.
 """
 
 from __future__ import annotations
@@ -9,11 +11,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from fleet import Device, new_key, settings_for
+from roam_core.testing.rss import run_measured
 
 LIMIT_MIB = 200
 SIZE = 1 << 30
@@ -22,14 +26,26 @@ SIZE = 1 << 30
 def _peak_rss_mib(device: Device, *args: str) -> float:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ROAM_", "HERMES_"))}
     env["ROAM_ARCHIVE_KEY"] = device.key
-    process = subprocess.Popen([sys.executable, "-m", "roam_core.cli.main", "--home",
-                                str(device.root), *args], env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    assert process.stderr is not None
-    err = process.stderr.read()
-    _pid, status, usage = os.wait4(process.pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0, err.decode()
-    return usage.ru_maxrss / 1024
+    with tempfile.TemporaryFile() as err:
+        measured = run_measured([sys.executable, "-m", "roam_core.cli.main", "--home",
+                                 str(device.root), *args], env=env,
+                                stdout=subprocess.DEVNULL, stderr=err)
+        err.seek(0)
+        assert measured.code == 0, err.read().decode()
+    return measured.peak_mib
+
+
+def test_the_measure_is_the_command_s_own_peak_not_its_parent_s() -> None:
+    # This worker holds 256 MiB; a command that holds nearly nothing must not report it.
+    ballast = bytearray(256 << 20)
+    ballast[::4096] = b"x" * len(ballast[::4096])
+    small = run_measured([sys.executable, "-c", "pass"])
+    big = run_measured([sys.executable, "-c",
+                        "b = bytearray(96 << 20); b[::4096] = b'x' * len(b[::4096])"])
+    assert small.code == big.code == 0
+    assert small.peak_mib < 64, small
+    assert 96 < big.peak_mib < 200, big
+    del ballast
 
 
 @pytest.mark.slow
