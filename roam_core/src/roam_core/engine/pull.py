@@ -64,5 +64,6 @@ def pull(session: Session, *, apply: bool = False, overwrite_conflicts: bool = F
         save_state(session.state_dir, new_state)
     if not (keep_seen or only):
         raise_floor(session.state_dir, session.backend.identity(), view.head.generation)
+        view.remember_trees()
     result.applied = True
     return result

@@ -74,6 +74,14 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
     if behind and not force:
         raise remote_module.behind_error()
     base = state.base_manifest()
+    # Not behind: the remote generation is the base. Its trees are known from the cache
+    # when this device wrote or applied it, so none has to be read back to skip it.
+    base_folders = None
+    if not behind:
+        if state.snapshot == view.head.snapshot:
+            base_folders = session.repo.recall_trees(view.head.snapshot)
+        if base_folders is None:
+            view.manifest  # noqa: B018 - loading it marks its trees as present in the store
     reference = view.manifest if behind else base
     scope = session.scope
     host_keys = tuple(getattr(scope, "host_keys", ()))
@@ -170,7 +178,8 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
     result.uploaded_bytes = packer.uploaded_bytes
     projections = {item.rel: item.projection(host_keys).decode()
                    for item in files.values() if item.is_config}
-    _publish(session, state, view, manifest, result, projections)
+    _publish(session, state, view, manifest, result, projections,
+             (base, base_folders) if base_folders is not None else None)
     cache.save(files)
     return result
 
@@ -182,9 +191,10 @@ def _vanished(result: PushResult, rel: str) -> None:
 
 
 def _publish(session: Session, state: LocalState, view: remote_module.RemoteView,
-             manifest: Manifest, result: PushResult, projections: dict[str, str]) -> None:
+             manifest: Manifest, result: PushResult, projections: dict[str, str],
+             base: tuple[Manifest, dict[str, str]] | None = None) -> None:
     repo = session.repo
-    root = repo.write_manifest(manifest)
+    root = repo.write_manifest(manifest, *(base or (None, None)))
     kill_point("push:trees")
     generation = view.head.generation + 1
     roster = {name: dict(info) for name, info in view.snapshot.roster.items()}
@@ -211,4 +221,5 @@ def _publish(session: Session, state: LocalState, view: remote_module.RemoteView
     state.conflicts.clear()  # pushing the local version is the explicit resolution
     state.projections = {rel: text for rel, text in projections.items() if rel in manifest}
     save_state(session.state_dir, state)
+    repo.remember_trees(snapshot_id, root)
     result.generation = generation

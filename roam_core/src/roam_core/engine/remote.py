@@ -2,22 +2,31 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
 
 from roam_core.engine.session import Session
 from roam_core.engine.state import LocalState, load_floor
 from roam_core.errors import ConflictError, IntegrityError, UserError
 from roam_core.store.manifest import Manifest
 from roam_core.store.objects import Head, Snapshot
+from roam_core.store.repository import Repository
 
 
-@dataclass
 class RemoteView:
-    """The verified remote generation."""
+    """The verified remote generation; its manifest is read on first use."""
 
-    head: Head
-    snapshot: Snapshot
-    manifest: Manifest
+    def __init__(self, head: Head, snapshot: Snapshot, repo: Repository) -> None:
+        self.head = head
+        self.snapshot = snapshot
+        self._repo = repo
+
+    @functools.cached_property
+    def manifest(self) -> Manifest:
+        return self._repo.load_manifest(self.snapshot.root)
+
+    def remember_trees(self) -> None:
+        """Tell the cache which trees this generation holds (see `Repository.remember_trees`)."""
+        self._repo.remember_trees(self.head.snapshot, self.snapshot.root)
 
 
 def read_verified_head(session: Session, state: LocalState | None) -> Head | None:
@@ -51,7 +60,7 @@ def load_remote(session: Session, state: LocalState | None) -> RemoteView | None
     if snapshot.generation != head.generation:
         raise IntegrityError(f"integrity error: snapshot {head.snapshot} is not generation "
                              f"{head.generation}")
-    return RemoteView(head, snapshot, session.repo.load_manifest(snapshot.root))
+    return RemoteView(head, snapshot, session.repo)
 
 
 def require_remote(session: Session, state: LocalState) -> RemoteView:

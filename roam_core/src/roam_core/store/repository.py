@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,9 @@ from roam_core.store.objects import (
 )
 from roam_core.store.uploads import Uploads
 
+#: Under the trees cache: the trees of the generation this device last wrote or applied.
+REACHED_FILE = "reached.json"
+
 
 class Repository:
     """One store, opened with one archive key."""
@@ -44,6 +47,8 @@ class Repository:
         self.max_file_size = max_file_size
         #: Trees known to be in the store (loaded or written), so they are never re-sent.
         self.seen_trees: set[str] = set()
+        #: For each root tree loaded or written here: folder path ("" for the root) → tree id.
+        self.folders: dict[str, dict[str, str]] = {}
 
     # -- HEAD ----------------------------------------------------------------------------
 
@@ -134,11 +139,12 @@ class Repository:
         """Flatten the tree rooted at `root_tree` into a validated manifest."""
         files: list[FileEntry] = []
         stack: list[tuple[str, str, int]] = [("", root_tree, 0)]
+        folders: dict[str, str] = {}
         while stack:
             prefix, tree_id, depth = stack.pop()
             if depth > 64:
                 raise IntegrityError(f"integrity error: tree {tree_id} nests too deep")
-            self.seen_trees.add(tree_id)
+            folders[prefix[:-1]] = tree_id
             for name, node in self.load_tree(tree_id).items():
                 path = f"{prefix}{name}"
                 if not isinstance(node, dict):
@@ -149,13 +155,19 @@ class Repository:
                     files.append(FileEntry.from_json(path, node, f"tree {tree_id}"))
                 else:
                     raise IntegrityError(f"integrity error: tree {tree_id} is malformed")
-        return check_manifest(files, self.max_file_size, f"snapshot tree {root_tree}")
+        manifest = check_manifest(files, self.max_file_size, f"snapshot tree {root_tree}")
+        self.seen_trees.update(folders.values())
+        self.folders[root_tree] = folders
+        return manifest
 
-    def write_manifest(self, manifest: Manifest) -> str:
+    def write_manifest(self, manifest: Manifest, base: Manifest | None = None,
+                       base_folders: Mapping[str, str] | None = None) -> str:
         """Write the trees of `manifest`; return the root id.
 
         Trees already in `self.seen_trees` (loaded from the base generation) are not written
-        again, so an unchanged directory costs nothing in a new generation.
+        again, so an unchanged directory costs nothing in a new generation. Given the base
+        generation's manifest and its folder → tree map, a folder holding exactly the base's
+        entries keeps its tree id without being serialised again.
         """
         root: dict[str, Any] = {}
         for path, entry in manifest.items():
@@ -164,26 +176,73 @@ class Repository:
             for part in parts[:-1]:
                 node = node.setdefault(part, {})
             node[parts[-1]] = entry
+        reuse = None
+        if base is not None and base_folders is not None:
+            reuse = _Reuse(base_folders, _changed_folders(manifest, base))
         # a first push writes one tree per folder: in parallel, all stored before returning
         uploads = Uploads(self.backend)
+        folders: dict[str, str] = {}
         try:
-            root_id = self._write_node(root, uploads)
+            root_id = self._write_node(root, "", uploads, folders, reuse)
             uploads.wait()
         finally:
             uploads.close()
+        self.seen_trees.update(folders.values())
+        self.folders[root_id] = folders
         return root_id
 
-    def _write_node(self, node: dict[str, Any], uploads: Uploads) -> str:
+    def _write_node(self, node: dict[str, Any], path: str, uploads: Uploads,
+                    folders: dict[str, str], reuse: _Reuse | None) -> str:
+        if reuse is not None and reuse.keep(node, path, folders):
+            return folders[path]
         entries: dict[str, Any] = {}
         for name, child in node.items():
             if isinstance(child, FileEntry):
                 entries[name] = {"t": "f", **child.as_json()}
             else:
-                entries[name] = {"t": "d", "tree": self._write_node(child, uploads)}
+                inner = f"{path}/{name}" if path else name
+                entries[name] = {"t": "d",
+                                 "tree": self._write_node(child, inner, uploads, folders, reuse)}
         tree_id = self._write_json(crypto.KIND_TREE, {"v": 1, "entries": entries}, tree_key,
                                    uploads)
-        self.seen_trees.add(tree_id)
+        folders[path] = tree_id
         return tree_id
+
+    def remember_trees(self, snapshot_id: str, root_tree: str) -> None:
+        """Note, for this device's next push, the folder trees of the generation it is on.
+
+        A push from that same generation then knows which trees the store already holds
+        without reading them all back (the store is append-only: they stay there), and
+        which folders it need not serialise again.
+        """
+        cache = self._cache_path("trees", REACHED_FILE)
+        folders = self.folders.get(root_tree)
+        if cache is None or folders is None:
+            return
+        _write_cache(cache, json.dumps({"snapshot": snapshot_id, "root": root_tree,
+                                        "folders": folders}).encode())
+
+    def recall_trees(self, snapshot_id: str) -> dict[str, str] | None:
+        """The folder → tree map `remember_trees` noted for `snapshot_id`, if it did.
+
+        Its trees are then known to be in the store (`seen_trees`).
+        """
+        cache = self._cache_path("trees", REACHED_FILE)
+        if cache is None:
+            return None
+        try:
+            data = json.loads(cache.read_bytes())
+            folders = data["folders"]
+            if data["snapshot"] != snapshot_id or not isinstance(folders, dict) \
+                    or folders.get("") != data["root"]:
+                return None
+            if not all(isinstance(path, str) and _is_id(tree)
+                       for path, tree in folders.items()):
+                return None
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+        self.seen_trees.update(folders.values())
+        return folders
 
     # -- blobs ---------------------------------------------------------------------------
 
@@ -243,11 +302,12 @@ class Repository:
                 known = json.loads(cache.read_bytes())
             except (OSError, ValueError):
                 known = {}
-        changed = False
-        for key in self.backend.list("index/"):
-            index_id = key.rpartition("/")[2]
-            if index_id in known:
-                continue
+        listed = {key.rpartition("/")[2] for key in self.backend.list("index/")}
+        # only what this store lists counts: a cache kept from another store (the same home
+        # re-initialised elsewhere) must never make a push skip uploading a blob
+        changed = not known.keys() <= listed
+        known = {index_id: refs for index_id, refs in known.items() if index_id in listed}
+        for index_id in sorted(listed - known.keys()):
             known[index_id] = [list(ref) for ref in self.load_index(index_id)]
             changed = True
         if changed and cache is not None:
@@ -269,9 +329,55 @@ class Repository:
         return self._write_json(crypto.KIND_INDEX, value, index_key)
 
 
+class _Reuse:
+    """Which folders of a new generation are exactly as in the base, and their trees."""
+
+    def __init__(self, base_folders: Mapping[str, str], changed: set[str]) -> None:
+        self.base_folders = base_folders
+        self.changed = changed
+
+    def keep(self, node: dict[str, Any], path: str, folders: dict[str, str]) -> bool:
+        """Record the base trees of an unchanged folder and every folder below it."""
+        if path in self.changed or path not in self.base_folders:
+            return False
+        found: dict[str, str] = {}
+        stack = [(node, path)]
+        while stack:
+            current, where = stack.pop()
+            tree = self.base_folders.get(where)
+            if tree is None:
+                return False  # the note does not match the base: serialise as usual
+            found[where] = tree
+            stack.extend((child, f"{where}/{name}" if where else name)
+                         for name, child in current.items() if isinstance(child, dict))
+        folders.update(found)
+        return True
+
+
+def _changed_folders(manifest: Manifest, base: Manifest) -> set[str]:
+    """Every folder ("" for the root) with an entry added, changed or removed below it."""
+    changed = {""}
+
+    def mark(path: str) -> None:
+        parts = path.split("/")[:-1]
+        for end in range(1, len(parts) + 1):
+            changed.add("/".join(parts[:end]))
+
+    for path, entry in manifest.items():
+        if base.get(path) != entry:
+            mark(path)
+    for path in base.keys() - manifest.keys():
+        mark(path)
+    return changed
+
+
+def _is_id(object_id: object) -> bool:
+    return isinstance(object_id, str) and len(object_id) == 64 and all(
+        c in "0123456789abcdef" for c in object_id)
+
+
 def _check_id(object_id: str, what: str) -> None:
-    if not isinstance(object_id, str) or len(object_id) != 64 or any(
-            c not in "0123456789abcdef" for c in object_id):
+    if not _is_id(object_id):
         raise IntegrityError(f"integrity error: malformed {what} id {object_id!r}")
 
 
