@@ -13,6 +13,8 @@ import errno
 import fcntl
 import os
 import secrets
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -58,10 +60,15 @@ class LocalBackend(Backend):
 
     capabilities = Capabilities()
 
+    #: Objects kept open for ranged reads: a pull reads thousands of blobs from a few packs.
+    OPEN_PACKS = 8
+
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root).expanduser().absolute()
         self.objects = self.root / "objects"
         self.refs = self.root / "refs"
+        self._open: OrderedDict[str, int] = OrderedDict()
+        self._open_lock = threading.Lock()
 
     def _ensure(self, directory: Path) -> None:
         try:
@@ -71,6 +78,8 @@ class LocalBackend(Backend):
 
     def get(self, key: str, offset: int = 0, length: int | None = None) -> bytes:
         path = self.objects / validate_key(key)
+        if length is not None:
+            return self._ranged(key, path, offset, length)
         try:
             with path.open("rb") as handle:
                 handle.seek(offset)
@@ -79,6 +88,42 @@ class LocalBackend(Backend):
             raise ObjectNotFound(key) from None
         except OSError as error:
             raise _os_error(f"read {key}", error) from None
+
+    def _ranged(self, key: str, path: Path, offset: int, length: int) -> bytes:
+        # objects never change once written, so an open descriptor stays right; `pread`
+        # needs no seek, so threads may share it
+        try:
+            with self._open_lock:
+                fd = self._open.get(key)
+                if fd is None:
+                    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+                    self._open[key] = fd
+                    while len(self._open) > self.OPEN_PACKS:
+                        os.close(self._open.popitem(last=False)[1])
+                else:
+                    self._open.move_to_end(key)
+                chunks: list[bytes] = []
+                while length > 0:
+                    chunk = os.pread(fd, length, offset)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    offset += len(chunk)
+                    length -= len(chunk)
+                return b"".join(chunks)
+        except FileNotFoundError:
+            raise ObjectNotFound(key) from None
+        except OSError as error:
+            raise _os_error(f"read {key}", error) from None
+
+    def close(self) -> None:
+        with self._open_lock:
+            while self._open:
+                os.close(self._open.popitem()[1])
+
+    def __del__(self) -> None:  # a backend dropped without close() keeps no descriptors
+        with contextlib.suppress(Exception):
+            self.close()
 
     def exists(self, key: str) -> bool:
         return (self.objects / validate_key(key)).is_file()

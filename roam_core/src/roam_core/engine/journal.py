@@ -94,25 +94,33 @@ def _signature(st: os.stat_result) -> list[int]:
     return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
 
 
-def _safe_parent(root: Path, rel: str, created: list[str]) -> Path:
-    """The target's directory, created as real directories; a symlink on the way is refused."""
-    current = root
+def _safe_parent(root: Path, rel: str, created: list[str], checked: set[str]) -> None:
+    """Make the target's folders real directories; a symlink on the way is refused.
+
+    `checked` holds the folders (relative) already proven directories by this install, so
+    20,000 files in 3,000 folders cost one `lstat` per folder, not one per path segment.
+    """
     parts = rel.split("/")[:-1]
-    for index, part in enumerate(parts):
-        current = current / part
+    base = str(root)
+    for index in range(len(parts)):
+        folder = "/".join(parts[: index + 1])
+        if folder in checked:
+            continue
+        current = os.path.join(base, folder)
         try:
             st = os.lstat(current)
         except FileNotFoundError:
             os.mkdir(current, 0o755)
-            created.append("/".join(parts[: index + 1]))
+            created.append(folder)
+            checked.add(folder)
             continue
         if not stat_module.S_ISDIR(st.st_mode):
-            raise UserError(f"cannot install {rel}: {current.relative_to(root)} is not a folder")
-    return current
+            raise UserError(f"cannot install {rel}: {folder} is not a folder")
+        checked.add(folder)
 
 
 def _check_target(root: Path, op: Op) -> None:
-    path = root / op.rel
+    path = os.path.join(root, op.rel)
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -136,6 +144,7 @@ class Install:
         self.stamp = _stamp()
         self.backup_dir = state_dir / "backups" / self.stamp
         self.created_dirs: list[str] = []
+        self._checked_dirs: set[str] = set()
 
     def _journal(self, phase: str, state: LocalState | None = None) -> None:
         data = {"v": 1, "phase": phase, "stamp": self.stamp, "backup_dir": str(self.backup_dir),
@@ -154,9 +163,10 @@ class Install:
 
     def _run(self, new_state: LocalState) -> None:
         ensure_private_dir(self.state_dir)
+        root = str(self.root)
         for index, op in enumerate(self.ops):
-            op.temp = str(self.root / os.path.dirname(op.rel) /
-                          f"{TEMP_PREFIX}{self.stamp}-{index}")
+            op.temp = os.path.join(root, os.path.dirname(op.rel),
+                                   f"{TEMP_PREFIX}{self.stamp}-{index}")
             if op.expect is not None:
                 op.backup = str(self.backup_dir / op.rel)
         try:  # a failed journal write is rolled back like any other step
@@ -197,7 +207,7 @@ class Install:
         for op in self.ops:
             _check_target(self.root, op)
             if op.action == "write":
-                _safe_parent(self.root, op.rel, self.created_dirs)
+                _safe_parent(self.root, op.rel, self.created_dirs, self._checked_dirs)
                 written = self._write_temp(op)
                 if self.progress is not None:
                     self.progress.advance(written, files=1)
@@ -211,7 +221,7 @@ class Install:
 
     def _write_temp(self, op: Op) -> int:
         assert op.source is not None and op.temp is not None
-        temp = Path(op.temp)
+        temp = op.temp
         digest = hashlib.sha256()
         written = 0
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -227,12 +237,12 @@ class Install:
 
     def _apply(self, op: Op) -> None:
         _check_target(self.root, op)
-        target = self.root / op.rel
+        target = os.path.join(self.root, op.rel)
         if op.action == "write":
             assert op.temp is not None
             os.replace(op.temp, target)
         else:
-            target.unlink()
+            os.unlink(target)
 
 
 def rollback(root: Path, state_dir: Path, journal: dict[str, Any]) -> str:

@@ -96,7 +96,9 @@ class Repository:
         if self.keys.name(kind, hashlib.sha256(plain).digest()) != object_id:
             raise IntegrityError(f"integrity error: {what} does not match its name")
         value = parse_json(plain, what)
-        if cached is not None:
+        if cached is not None and self.backend.capabilities.remote:
+            # a copy pays only where a read leaves the machine: on a local store it costs a
+            # file creation per tree (seconds for a large home) to save a local read
             _write_cache(cached, plain)
         return value
 
