@@ -1,8 +1,10 @@
 """Writing new content: chunk, name, compress, seal, and group blobs into packs.
 
 A push streams each changed file through `Packer.add_file` in fixed-size chunks, so memory
-stays bounded by one pack whatever the file's size. Blobs the store already holds are
-referenced, not uploaded again. Packs are written before the snapshot that needs them.
+stays bounded by a few packs whatever the file's size. Chunks are named (hashed) in the
+caller's thread; a full pack's chunks are compressed, sealed and stored by an upload worker.
+Blobs the store already holds are referenced, not uploaded again. Packs are written before
+the snapshot that needs them.
 """
 
 from __future__ import annotations
@@ -12,11 +14,16 @@ import threading
 from typing import BinaryIO
 
 from roam_core import crypto
+from roam_core.errors import ObjectExists
 from roam_core.store import codec
 from roam_core.store.manifest import BlobRef
 from roam_core.store.objects import CHUNK_SIZE, PACK_TARGET, pack_key
 from roam_core.store.repository import Repository
 from roam_core.store.uploads import Uploads
+
+#: What sealing adds to a blob, at most (codec byte, header, tag): counted towards a pack's
+#: size so that a pack of many small blobs still fits a backend's object size limit.
+BLOB_OVERHEAD = 64
 
 
 class Packer:
@@ -29,8 +36,8 @@ class Packer:
         self.locations: dict[str, BlobRef] = {}
         limit = repo.backend.capabilities.max_object_size
         self.pack_target = min(PACK_TARGET, limit // 2) if limit else PACK_TARGET
-        self._buffer = bytearray()
-        self._pending: list[tuple[str, int, int]] = []
+        self._raw: list[tuple[str, bytes]] = []  # chunks waiting for the current pack
+        self._raw_bytes = 0
         self._queued: set[str] = set()
         self._uploads = Uploads(repo.backend, workers)
         self._lock = threading.Lock()
@@ -67,32 +74,49 @@ class Packer:
         if blob_id in self.known or blob_id in self._queued:
             return blob_id
         self._queued.add(blob_id)
-        sealed = crypto.seal(self.repo.keys.encryption, crypto.KIND_BLOB, blob_id,
-                             codec.encode(data))
-        offset = len(self._buffer)
-        self._buffer += sealed
-        self._pending.append((blob_id, offset, len(sealed)))
+        self._raw.append((blob_id, data))
+        self._raw_bytes += len(data) + BLOB_OVERHEAD
         self.new_blobs += 1
-        if len(self._buffer) >= self.pack_target:
+        if self._raw_bytes >= self.pack_target:
             self._flush()
         return blob_id
 
     def _flush(self) -> None:
-        if not self._pending:
+        if not self._raw:
             return
-        data = bytes(self._buffer)
-        pack = pack_key(hashlib.sha256(data).hexdigest())
-        refs = [(blob_id, pack, offset, length) for blob_id, offset, length in self._pending]
-        self.locations.update({ref[0]: ref for ref in refs})
-        self._buffer = bytearray()
-        self._pending = []
-        # the index names blobs as present, so it is written only once its pack is stored
-        self._uploads.put(pack, data, lambda: self._indexed(pack, refs, len(data)))
+        blobs, size = self._raw, self._raw_bytes
+        self._raw, self._raw_bytes = [], 0
+        # compressing and sealing run in the upload workers, beside the main thread's reading
+        # and hashing: a first push uses both cores
+        self._uploads.run(lambda: self._pack(blobs), size)
 
-    def _indexed(self, pack: str, refs: list[BlobRef], size: int) -> None:
+    def _pack(self, blobs: list[tuple[str, bytes]]) -> None:
+        """Seal `blobs` into one pack, store it, then its index (never the other way)."""
+        pieces: list[bytes] = []
+        offsets: list[tuple[str, int, int]] = []
+        offset = 0
+        blobs.reverse()
+        while blobs:  # each raw chunk is let go as soon as it is sealed
+            blob_id, data = blobs.pop()
+            sealed = crypto.seal(self.repo.keys.encryption, crypto.KIND_BLOB, blob_id,
+                                 codec.encode(data))
+            del data
+            offsets.append((blob_id, offset, len(sealed)))
+            offset += len(sealed)
+            pieces.append(sealed)
+        data = b"".join(pieces)
+        pieces.clear()
+        pack = pack_key(hashlib.sha256(data).hexdigest())
+        refs = [(blob_id, pack, offset, length) for blob_id, offset, length in offsets]
+        try:
+            self.repo.backend.put_new(pack, data)
+        except ObjectExists:
+            pass  # content-addressed: the same pack is already stored
+        # the index names blobs as present, so it is written only once its pack is stored
         self.repo.write_index(pack, refs)
         with self._lock:
-            self.uploaded_bytes += size
+            self.locations.update({ref[0]: ref for ref in refs})
+            self.uploaded_bytes += len(data)
 
     def refs(self, blob_ids: tuple[str, ...]) -> tuple[BlobRef, ...]:
         """Where each blob lives, once `finish` has returned."""
