@@ -51,8 +51,8 @@ class Faults:
         patch.setattr(journal.Install, "run", install)
         patch.setattr(journal.Install, "_journal", journal_phase)
         for owner, name in ((os, "fsync"), (os, "replace"), (os, "rename"), (os, "chmod"),
-                            (os, "mkdir"), (os, "unlink"), (os, "rmdir"), (shutil, "copy2"),
-                            (journal, "syncfs")):
+                            (os, "fchmod"), (os, "write"), (os, "mkdir"), (os, "unlink"),
+                            (os, "rmdir"), (shutil, "copy2"), (journal, "syncfs")):
             patch.setattr(owner, name, self._wrap(name, getattr(owner, name)))
         real_open, real_fdopen = os.open, os.fdopen
 

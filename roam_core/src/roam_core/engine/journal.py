@@ -224,15 +224,22 @@ class Install:
         temp = op.temp
         digest = hashlib.sha256()
         written = 0
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as handle:
+        # plain descriptor calls: a buffered file object adds an fstat, an lseek and an
+        # ioctl per file, and a chmod by path a lookup (60,000+ calls on a large pull)
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
             for chunk in op.source():
                 digest.update(chunk)
-                handle.write(chunk)
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(fd, view):]
                 written += len(chunk)
-        if digest.hexdigest() != op.sha256:
-            raise UserError(f"content for {op.rel} did not match its digest; nothing installed")
-        os.chmod(temp, op.mode)
+            if digest.hexdigest() != op.sha256:
+                raise UserError(f"content for {op.rel} did not match its digest; nothing "
+                                "installed")
+            os.fchmod(fd, op.mode)
+        finally:
+            os.close(fd)
         return written
 
     def _apply(self, op: Op) -> None:
