@@ -138,6 +138,24 @@ def test_a_remote_without_a_local_job_never_deletes_it() -> None:
     assert merged.data is None
 
 
+def test_a_synced_job_deleted_elsewhere_is_deleted_here() -> None:
+    base = cron.projection(doc(job("a1"), job("b2", name="second")))
+    local = doc(job("a1", last_status="ok"), job("b2", name="second"), job("c3", name="mine"))
+    merged = cron.merge_jobs(local, cron.projection(doc(job("b2", name="second"))),
+                             split=False, source="desk", base=base)
+    assert [(gone.job_id, gone.change) for gone in merged.removed] == [("a1", "removed")]
+    assert list(as_jobs(merged.data)) == ["b2", "c3"]   # c3 was never synced: it stays
+    assert merged.landed == []
+
+
+def test_a_deleted_job_changed_here_since_stays() -> None:
+    base = cron.projection(doc(job("a1")))
+    local = doc(job("a1", prompt="changed here"))
+    merged = cron.merge_jobs(local, cron.projection(doc()), split=False, source="desk",
+                             base=base)
+    assert merged.removed == [] and merged.data is None
+
+
 @pytest.mark.parametrize("bad", ["../../etc", "", "a/b", "x" * 65, None, 7])
 def test_a_job_id_that_could_name_a_path_is_refused(bad: Any) -> None:
     remote = json.dumps({"jobs": [{**cron.definition(job()), "id": bad}]}).encode()

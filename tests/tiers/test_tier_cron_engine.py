@@ -168,3 +168,26 @@ def test_hooks_travel_only_with_an_explicit_rule_and_say_what_it_means(homes: An
     roam(laptop, "init")
     roam(laptop, "pull", "--apply")
     assert (laptop / "hooks/on_start.py").read_text() == "print('desk hook')\n"
+
+
+def test_a_job_deleted_on_one_device_is_deleted_on_the_others(homes: Any) -> None:
+    desk, laptop = homes("desk"), homes("laptop")
+    write_jobs(desk, job("aaaaaaaaaaaa", name="to-go"), job("bbbbbbbbbbbb", name="stays"))
+    roam(desk, "init", "--create-remote")
+    roam(desk, "push")
+    roam(laptop, "init")
+    roam(laptop, "pull", "--apply", "--overwrite-conflicts")
+    write_jobs(desk, job("bbbbbbbbbbbb", name="stays"))
+    roam(desk, "push")
+
+    plan = roam(laptop, "pull", "--apply", "--json")
+    assert [(row["id"], row["name"]) for row in plan["cron_removed"]] == [
+        ("aaaaaaaaaaaa", "to-go")]
+    jobs = json.loads((laptop / "cron/jobs.json").read_text())["jobs"]
+    assert [entry["id"] for entry in jobs] == ["bbbbbbbbbbbb"]
+    # the deletion does not come back through the laptop's next push
+    (laptop / "SOUL.md").write_text("laptop soul\n")
+    roam(laptop, "push")
+    roam(desk, "pull", "--apply")
+    jobs = json.loads((desk / "cron/jobs.json").read_text())["jobs"]
+    assert [entry["id"] for entry in jobs] == ["bbbbbbbbbbbb"]

@@ -47,6 +47,7 @@ class Plan:
     plugins_missing: list[dict[str, Any]] = field(default_factory=list)
     archives: list[dict[str, str]] = field(default_factory=list)
     cron_paused: list[dict[str, str]] = field(default_factory=list)
+    cron_removed: list[dict[str, str]] = field(default_factory=list)
     ops: list[Op] = field(default_factory=list)
     new_state: LocalState | None = None
 
@@ -62,7 +63,7 @@ class Plan:
                 "local_changes": self.local_changes, "unchanged": self.unchanged,
                 "overwritten_conflicts": self.overwritten,
                 "plugins_missing": self.plugins_missing, "session_archive": self.archives,
-                "cron_paused": self.cron_paused}
+                "cron_paused": self.cron_paused, "cron_removed": self.cron_removed}
 
 
 def _remote_source(session: Session, entry: FileEntry) -> Any:

@@ -10,6 +10,8 @@ canonical JSON of the definitions, sorted by id, so a job firing here is not a c
 A pull merges job by job (`merge_jobs`): a job new to this home, or whose definition changed,
 lands PAUSED in Hermes's own representation and waits for `hermes cron resume <id>`; a job
 with the same definition keeps its local state; a job only this home has is never touched.
+A job this home received (it is in the definitions it last synced) that another device
+deleted is deleted here too, unless its definition changed here since (then it stays).
 """
 
 from __future__ import annotations
@@ -117,6 +119,8 @@ class CronMerge:
     data: bytes | None = None
     landed: list[Landed] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
+    #: jobs deleted here because another device deleted them
+    removed: list[Landed] = field(default_factory=list)
 
 
 def now_iso() -> str:
@@ -154,12 +158,22 @@ def _changed_job(local: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def merge_jobs(local: bytes | None, remote: bytes, *, split: bool, source: str,
-               rel: str = JOBS_FILE, when: str | None = None) -> CronMerge:
-    """Merge the remote definitions into the local jobs file (see the module docstring)."""
+               rel: str = JOBS_FILE, when: str | None = None,
+               base: bytes | None = None) -> CronMerge:
+    """Merge the remote definitions into the local jobs file (see the module docstring).
+
+    `base` is the projection this home last synced, which tells a job deleted elsewhere
+    from one only this home has.
+    """
     when = when or now_iso()
     result = CronMerge()
     document, jobs = parse_jobs(local, rel) if local is not None else ({"jobs": []}, [])
     _remote_doc, remote_jobs = parse_jobs(remote, f"the remote {rel}")
+    gone = _deleted_elsewhere(jobs, remote_jobs, base, rel)
+    if gone:
+        result.removed = [Landed(str(job.get("id")), str(job.get("name") or job.get("id")),
+                                 "removed") for job in jobs if str(job.get("id")) in gone]
+        jobs = [job for job in jobs if str(job.get("id")) not in gone]
     index = {str(job.get("id")): position for position, job in enumerate(jobs)}
     merged = list(jobs)
     for raw in remote_jobs:
@@ -183,12 +197,25 @@ def merge_jobs(local: bytes | None, remote: bytes, *, split: bool, source: str,
         _pause(job, when, f"roam: {change} definition from {source}; review it, then "
                f"{resume_command(profile_of(rel), job_id)}")
         result.landed.append(Landed(job_id, name, change))
-    if result.landed:
+    if result.landed or result.removed:
         out = dict(document)
         out["jobs"] = merged
         out["updated_at"] = when
         result.data = json.dumps(out, indent=2).encode("utf-8")
     return result
+
+
+def _deleted_elsewhere(jobs: list[dict[str, Any]], remote_jobs: list[dict[str, Any]],
+                       base: bytes | None, rel: str) -> set[str]:
+    """Local jobs that were synced, are gone from the remote, and did not change here."""
+    if base is None:
+        return set()
+    _base_doc, base_jobs = parse_jobs(base, f"the last synced {rel}")
+    synced = {str(job.get("id")): definition(job) for job in base_jobs}
+    remote_ids = {str(job.get("id")) for job in remote_jobs}
+    return {str(job.get("id")) for job in jobs
+            if str(job.get("id")) in synced and str(job.get("id")) not in remote_ids
+            and definition(job) == synced[str(job.get("id"))]}
 
 
 def uses_runtime_db(jobs_path: Path) -> bool:

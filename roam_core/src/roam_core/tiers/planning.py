@@ -84,13 +84,17 @@ def plan_cron(planner: Planner, rel: str, r: FileEntry | None, b: FileEntry | No
         return
     remote_bytes = planner.session.repo.read_content(r)
     local_bytes = None if loc is None else loc.path.read_bytes()
+    base_bytes = None if b is None else planner.session.repo.read_content(b)
     path = planner.session.root / rel
     merged = cron.merge_jobs(local_bytes, remote_bytes, split=cron.uses_runtime_db(path),
-                             source=str(planner.view.head.device), rel=rel)
+                             source=str(planner.view.head.device), rel=rel, base=base_bytes)
     profile = cron.profile_of(rel)
     for job_id in merged.refused:
         plan.kept_by_rules.append({"path": f"{rel}: job {job_id}",
                                    "reason": "refused: not a valid cron job id"})
+    for job in merged.removed:
+        plan.cron_removed.append({"path": rel, "profile": profile, "id": job.job_id,
+                                  "name": job.name})
     for landed in merged.landed:
         plan.cron_paused.append({"path": rel, "profile": profile, "id": landed.job_id,
                                  "name": landed.name, "change": landed.change,
@@ -116,6 +120,9 @@ def iter_tier_lines(plan: Any) -> list[str]:
     for (device, profile, action), count in sorted(groups.items()):
         lines.append(f"session archive {action}: {count} transcript(s) from {device}/{profile} "
                      "(read-only; roam sessions lists them)")
+    for job in plan.cron_removed:
+        lines.append(f"cron job removed (deleted on another device): {job['name']} "
+                     f"[{job['id']}] in {job['path']}")
     for job in plan.cron_paused:
         lines.append(f"cron job lands paused ({job['change']}): {job['name']} [{job['id']}] in "
                      f"{job['path']} — approve with: {job['resume']}")
