@@ -104,3 +104,17 @@ def test_a_home_pointed_at_a_new_store_uploads_every_blob_again(tmp_path: Path) 
     assert desk.roam("push").code == 0
     checked = desk.roam("check", "--read-data")
     assert checked.code == 0, checked.out
+
+
+def test_a_damaged_blob_index_cache_is_rebuilt(tmp_path: Path) -> None:
+    desk, _laptop = _two_devices(tmp_path)
+    desk.write("SOUL.md", "second push\n")
+    assert desk.roam("push").code == 0
+    cache = desk.root / "roam" / "cache" / "indexes" / "known.jsonl"
+    lines = cache.read_text().splitlines()
+    assert lines and all(line.startswith('["') for line in lines)
+    cache.write_text('["torn", [[1, 2\n' + "\n".join(lines[1:]) + "\n{}\n")
+    desk.write("SOUL.md", "third push\n")
+    assert desk.roam("push").code == 0
+    assert desk.roam("check", "--read-data").code == 0
+    assert len(cache.read_text().splitlines()) >= len(lines)

@@ -32,6 +32,8 @@ from roam_core.store.objects import (
 )
 from roam_core.store.uploads import Uploads
 
+#: Under the indexes cache: one JSON line per index already read.
+KNOWN_FILE = "known.jsonl"
 #: Under the trees cache: the trees of the generation this device last wrote or applied.
 REACHED_FILE = "reached.json"
 
@@ -296,26 +298,27 @@ class Repository:
         return b"".join(self.iter_content(entry))
 
     def known_blobs(self) -> dict[str, BlobRef]:
-        """Every blob the store holds and where, from its index objects (cached per device)."""
-        cache = self._cache_path("indexes", "known.json")
-        known: dict[str, list[list[Any]]] = {}
-        if cache is not None:
-            try:
-                known = json.loads(cache.read_bytes())
-            except (OSError, ValueError):
-                known = {}
+        """Every blob the store holds and where, from its index objects (cached per device).
+
+        The cache (`indexes/known.jsonl`) holds one line per index already read: a push
+        appends the new ones instead of rewriting them all.
+        """
+        cache = self._cache_path("indexes", KNOWN_FILE)
+        known = _read_known(cache) if cache is not None else {}
         listed = {key.rpartition("/")[2] for key in self.backend.list("index/")}
         # only what this store lists counts: a cache kept from another store (the same home
         # re-initialised elsewhere) must never make a push skip uploading a blob
-        changed = not known.keys() <= listed
+        stale = not known.keys() <= listed
         known = {index_id: refs for index_id, refs in known.items() if index_id in listed}
-        for index_id in sorted(listed - known.keys()):
-            known[index_id] = [list(ref) for ref in self.load_index(index_id)]
-            changed = True
-        if changed and cache is not None:
-            _write_cache(cache, json.dumps(known).encode())
-        return {str(ref[0]): (str(ref[0]), str(ref[1]), int(ref[2]), int(ref[3]))
-                for refs in known.values() for ref in refs}
+        added = {index_id: [list(ref) for ref in self.load_index(index_id)]
+                 for index_id in sorted(listed - known.keys())}
+        known.update(added)
+        if cache is not None and (stale or added):
+            lines = (known if stale else added).items()
+            _write_known(cache, [json.dumps([index_id, refs]) for index_id, refs in lines],
+                         append=not stale)
+        # the cache holds only what load_index checked: no per-field conversion here
+        return {ref[0]: tuple(ref) for refs in known.values() for ref in refs}  # type: ignore[misc]
 
     def load_index(self, index_id: str) -> list[BlobRef]:
         """The blobs one pack holds, from the pack's sealed index object."""
@@ -371,6 +374,37 @@ def _changed_folders(manifest: Manifest, base: Manifest) -> set[str]:
     for path in base.keys() - manifest.keys():
         mark(path)
     return changed
+
+
+def _read_known(path: Path) -> dict[str, list[list[Any]]]:
+    """The index cache; a damaged line is dropped (that index is read again)."""
+    known: dict[str, list[list[Any]]] = {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return known
+    for line in text.splitlines():
+        try:
+            index_id, refs = json.loads(line)
+        except (ValueError, TypeError):
+            continue
+        if _is_id(index_id) and isinstance(refs, list) and all(
+                isinstance(ref, list) and len(ref) == 4 for ref in refs):
+            known[index_id] = refs
+    return known
+
+
+def _write_known(path: Path, lines: list[str], *, append: bool) -> None:
+    data = "".join(f"{line}\n" for line in lines).encode()
+    if not append:
+        _write_cache(path, data)
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("ab") as handle:  # a torn last line is dropped when read
+            handle.write(data)
+    except OSError:
+        pass  # a cache that cannot be written is only slower
 
 
 def _is_id(object_id: object) -> bool:
