@@ -33,6 +33,11 @@ def encode(data: bytes) -> bytes:
     """Compress `data` when a quick probe says it pays; prefix the codec byte."""
     if len(data) >= 128:
         compressor = _compressor()
+        if len(data) <= PROBE_BYTES:  # small: the probe would be the whole thing
+            packed = compressor.compress(data)
+            if len(packed) < len(data) * WORTH_IT:
+                return bytes([CODEC_ZSTD]) + packed
+            return bytes([CODEC_RAW]) + data
         probe = data[:PROBE_BYTES]
         if len(compressor.compress(probe)) < len(probe) * WORTH_IT:
             packed = compressor.compress(data)
