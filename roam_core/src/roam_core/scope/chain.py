@@ -115,6 +115,8 @@ def _shareable(lives: Lives) -> bool | None:
     return None
 
 
+#: File names whose deciding rule a chain remembers.
+DECIDED_LIMIT = 4096
 #: Subfolder chains remembered per chain; names beyond that many kinds are narrowed afresh.
 CHILDREN_LIMIT = 256
 
@@ -162,6 +164,7 @@ class Chain:
         self._names: _Names | None = None
         self._children: dict[tuple[bool, ...], Chain] = {}
         self._shareable: bool | None = None
+        self._decided: dict[str, Rule | None] = {}
 
     @classmethod
     def at_root(cls, hard: list[Rule], user: list[Rule],
@@ -199,6 +202,16 @@ class Chain:
 
     def decide_name(self, name: str) -> Rule | None:
         """The deciding rule for the file `name` directly in this folder (None: default)."""
+        try:
+            return self._decided[name]
+        except KeyError:
+            pass
+        found = self._decide(name)
+        if len(self._decided) < DECIDED_LIMIT:  # names repeat: SKILL.md in every skill
+            self._decided[name] = found
+        return found
+
+    def _decide(self, name: str) -> Rule | None:
         if self._layers is None:  # built on first use: many folders only hold folders
             self._layers = [_Layer(self.hard), _Layer(self.user)]
             self._provider_layers = [_Layer(lives) for lives in self.providers if lives]

@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from roam_core.errors import ConfigError
 from roam_core.scope.chain import Chain, ChainCache, Rule
@@ -37,9 +36,12 @@ HOOKS_ITEM = "hooks"
 _PROBE = "\x00probe"
 
 
-@dataclass(frozen=True)
-class Entry:
-    """A shared regular file found by `ScopeModel.walk`; nothing of it has been read."""
+class Entry(NamedTuple):
+    """A shared regular file found by `ScopeModel.walk`; nothing of it has been read.
+
+    A named tuple: a walk makes one per shared file, and a frozen dataclass costs several
+    times as much to build.
+    """
 
     rel: str
     location: str  # the absolute path as a string: a `Path` per file costs more than a stat

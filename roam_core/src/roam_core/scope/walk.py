@@ -68,7 +68,8 @@ def walk_shared(root: Path, chain: Chain, skipped: list[tuple[str, str]]) -> lis
         for item in items:
             name = item.name
             rel = prefix + name
-            problem = _problem(name)
+            # nearly every name is printable ASCII: two C calls instead of a function call
+            problem = None if name.isascii() and name.isprintable() else _problem(name)
             if problem is None and item.is_symlink():
                 problem = "symbolic link (never followed)"
             if problem is not None:
