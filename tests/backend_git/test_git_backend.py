@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import threading
 from collections.abc import Callable
@@ -218,3 +219,34 @@ def test_users_git_config_cannot_break_the_plumbing(
     version = backend.swap_ref("HEAD", b"gen-1", backend.read_ref("HEAD") and None)
     assert open_backend(url).read_ref("HEAD") == (b"gen-1", version)
     assert open_backend(url).get("data/a") == b"1"
+
+
+def test_the_mirror_packs_its_loose_objects(repo: Path, open_backend: Opener,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from roam_backend_git import mirror
+
+    # `gc --auto` estimates loose objects from the folder objects/17 alone: contents whose
+    # git blob id starts with 17 make the estimate (and so the test) deterministic
+    def landing_in_17(seed: int) -> bytes:
+        for attempt in range(100_000):
+            data = f"object {seed} {attempt}".encode()
+            if hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest().startswith("17"):
+                return data
+        raise AssertionError("no content found")
+
+    monkeypatch.setattr(mirror, "GC_AUTO", 100)
+    backend = open_backend(file_url(repo))
+    version = None
+    contents = {}
+    for number in range(3):
+        for item in range(4):
+            key = f"packs/{number:02x}/{item:062x}"
+            contents[key] = landing_in_17(number * 10 + item)
+            backend.put_new(key, contents[key])
+        version = backend.swap_ref("HEAD", f"head {number}".encode(), version)
+    counts = dict(line.split(": ") for line in
+                  _git(backend.mirror.path, "count-objects", "-v").splitlines())
+    assert int(counts["packs"]) >= 1
+    assert int(counts["count"]) < len(contents)  # the committed objects were packed
+    for key, data in contents.items():
+        assert backend.get(key) == data  # still readable after packing

@@ -269,6 +269,10 @@ class GitBackend(Backend):
             files.update(entries)
             self._set_view(commit, files)
             self._refreshed_at = time.monotonic()
+            try:
+                self.mirror.maintain()
+            except BackendError as failure:  # published already: tidying up can wait
+                log.info("roam: git mirror maintenance skipped: %s", failure)
             return commit
 
     def _push(self, commit: str, lease: str | None) -> None:

@@ -23,6 +23,10 @@ from roam_core.deadline import CONNECT_BUDGET
 from roam_core.errors import BackendError, TransientBackendError
 
 _PUSH_OK_FLAGS = (" ", "+", "*", "=", "-")
+#: Loose objects the mirror gathers before `git gc --auto` packs them (git's own default).
+GC_AUTO = 6700
+#: At most this long for that packing; git's gc is safe to stop at any point.
+GC_CAP = 120.0
 
 
 @dataclass(frozen=True)
@@ -125,6 +129,17 @@ class Mirror:
         if result.returncode == 0:
             return PushOutcome(True, "", result.stderr)
         raise classify("push", result.stderr, self.git.redact, self.git.transport)
+
+    def maintain(self) -> None:
+        """Pack the mirror's loose objects once there are many (`git gc --auto`).
+
+        Every push adds loose objects; without this the mirror grows by thousands of small
+        files per large push. In the foreground (no detached gc outliving roam), and without
+        delta search: roam's objects are encrypted, so deltas cannot shrink them.
+        """
+        self.git.run(["-c", f"gc.auto={GC_AUTO}", "-c", "gc.autoDetach=false",
+                      "-c", "pack.window=0", "-c", "gc.autoPackLimit=50",
+                      "gc", "--auto", "--quiet"], action="gc (local mirror)", cap=GC_CAP)
 
     # -- local refs and objects ----------------------------------------------------------------
 
