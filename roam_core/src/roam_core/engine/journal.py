@@ -12,7 +12,9 @@ forward; a target whose original cannot be proven restorable is never deleted.
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import contextvars
 import ctypes
 import datetime
 import hashlib
@@ -21,6 +23,7 @@ import os
 import shutil
 import signal
 import stat as stat_module
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +37,10 @@ from roam_core.errors import RoamError, UserError
 
 JOURNAL = "journal.json"
 KILL_ENV = "ROAM_TEST_KILL_AT"
+#: How far the prefetch thread may read ahead of the file writing (bytes held).
+PREFETCH_BYTES = 32 * 1024 * 1024
+#: How long closing waits for the prefetch thread (it may be inside one store read).
+PREFETCH_JOIN = 30.0
 
 
 def kill_point(name: str) -> None:
@@ -117,6 +124,91 @@ def _safe_parent(root: Path, rel: str, created: list[str], checked: set[str]) ->
         if not stat_module.S_ISDIR(st.st_mode):
             raise UserError(f"cannot install {rel}: {folder} is not a folder")
         checked.add(folder)
+
+
+class _Content:
+    """One op's bytes as the prefetch thread delivers them, and their SHA-256 at the end."""
+
+    def __init__(self, prefetch: _Prefetch) -> None:
+        self._prefetch = prefetch
+        self.digest: str | None = None
+
+    def chunks(self) -> Iterator[bytes]:
+        while True:
+            item = self._prefetch.take()
+            if isinstance(item, str):
+                self.digest = item
+                return
+            yield item
+
+
+class _Prefetch:
+    """The write ops' new contents, read, checked and hashed ahead in a thread, in op order.
+
+    A bounded amount is held ahead while the caller creates and writes the temp files.
+    Decrypting, decompressing and hashing release the GIL, so they overlap the kernel's
+    file creation. Only this thread reads the store during staging.
+    """
+
+    def __init__(self, ops: list[Op]) -> None:
+        self._ops = ops
+        self._items: collections.deque[bytes | str | BaseException] = collections.deque()
+        self._held = 0
+        self._closed = False
+        self._ready = threading.Condition()
+        context = contextvars.copy_context()  # the operation's deadline applies here too
+        self._thread = threading.Thread(target=context.run, args=(self._run,),
+                                        name="roam-prefetch", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            for op in self._ops:
+                assert op.source is not None
+                digest = hashlib.sha256()
+                for chunk in op.source():
+                    digest.update(chunk)
+                    if not self._put(chunk, len(chunk)):
+                        return
+                if not self._put(digest.hexdigest(), 0):
+                    return
+        except BaseException as failure:  # handed to the caller, raised there
+            self._put(failure, 0)
+
+    def _put(self, item: bytes | str | BaseException, size: int) -> bool:
+        with self._ready:
+            while self._held and self._held + size > PREFETCH_BYTES and not self._closed:
+                self._ready.wait()
+            if self._closed:
+                return False
+            self._items.append(item)
+            self._held += size
+            self._ready.notify_all()
+            return True
+
+    def take(self) -> bytes | str:
+        with self._ready:
+            while not self._items:
+                self._ready.wait()
+            item = self._items.popleft()
+            if isinstance(item, bytes):
+                self._held -= len(item)
+            self._ready.notify_all()
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    def next_content(self) -> _Content:
+        """The next write op's content (ops are taken in the order they were given)."""
+        return _Content(self)
+
+    def close(self) -> None:
+        """Stop reading ahead (an error or the end) and wait for the thread, bounded."""
+        with self._ready:
+            self._closed = True
+            self._items.clear()
+            self._ready.notify_all()
+        self._thread.join(PREFETCH_JOIN)
 
 
 def _check_target(root: Path, op: Op) -> None:
@@ -204,37 +296,39 @@ class Install:
                 "created_dirs": self.created_dirs, "backup_dir": str(self.backup_dir)}
 
     def _stage(self) -> None:
-        for op in self.ops:
-            _check_target(self.root, op)
-            if op.action == "write":
-                _safe_parent(self.root, op.rel, self.created_dirs, self._checked_dirs)
-                written = self._write_temp(op)
-                if self.progress is not None:
-                    self.progress.advance(written, files=1)
-            if op.backup is not None:
-                backup = Path(op.backup)
-                backup.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(self.root / op.rel, backup, follow_symlinks=False)
-                if sha256_file(backup) != op.original_sha:
-                    raise UserError(f"{op.rel} changed while installing; nothing was installed")
-            kill_point(f"journal:stage:{op.rel}")
+        prefetch = _Prefetch([op for op in self.ops if op.action == "write"])
+        try:
+            for op in self.ops:
+                _check_target(self.root, op)
+                if op.action == "write":
+                    _safe_parent(self.root, op.rel, self.created_dirs, self._checked_dirs)
+                    written = self._write_temp(op, prefetch.next_content())
+                    if self.progress is not None:
+                        self.progress.advance(written, files=1)
+                if op.backup is not None:
+                    backup = Path(op.backup)
+                    backup.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(self.root / op.rel, backup, follow_symlinks=False)
+                    if sha256_file(backup) != op.original_sha:
+                        raise UserError(f"{op.rel} changed while installing; nothing was "
+                                        "installed")
+                kill_point(f"journal:stage:{op.rel}")
+        finally:
+            prefetch.close()
 
-    def _write_temp(self, op: Op) -> int:
-        assert op.source is not None and op.temp is not None
-        temp = op.temp
-        digest = hashlib.sha256()
+    def _write_temp(self, op: Op, content: _Content) -> int:
+        assert op.temp is not None
         written = 0
         # plain descriptor calls: a buffered file object adds an fstat, an lseek and an
         # ioctl per file, and a chmod by path a lookup (60,000+ calls on a large pull)
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        fd = os.open(op.temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
-            for chunk in op.source():
-                digest.update(chunk)
+            for chunk in content.chunks():
                 view = memoryview(chunk)
                 while view:
                     view = view[os.write(fd, view):]
                 written += len(chunk)
-            if digest.hexdigest() != op.sha256:
+            if content.digest != op.sha256:
                 raise UserError(f"content for {op.rel} did not match its digest; nothing "
                                 "installed")
             os.fchmod(fd, op.mode)
