@@ -1,0 +1,65 @@
+"""The staging prefetch: contents in op order with their digests, failures handed over,
+bounded read-ahead, and no thread left behind when staging stops early."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from roam_core.engine import journal
+from roam_core.engine.journal import Op
+from roam_core.errors import IntegrityError
+
+
+def _op(rel: str, chunks: list[bytes], reads: list[str] | None = None) -> Op:
+    def source() -> Iterator[bytes]:
+        for chunk in chunks:
+            if reads is not None:
+                reads.append(rel)
+            yield chunk
+    return Op(rel, "write", source=source)
+
+
+def test_contents_arrive_in_op_order_with_their_digests() -> None:
+    ops = [_op("a", [b"one", b"two"]), _op("b", []), _op("c", [b"x" * 100_000])]
+    prefetch = journal._Prefetch(ops)
+    try:
+        for op, expected in zip(ops, (b"onetwo", b"", b"x" * 100_000), strict=True):
+            content = prefetch.next_content()
+            assert b"".join(content.chunks()) == expected, op.rel
+            assert content.digest == hashlib.sha256(expected).hexdigest()
+    finally:
+        prefetch.close()
+
+
+def test_a_failing_source_is_raised_where_its_op_is_written() -> None:
+    def broken() -> Iterator[bytes]:
+        yield b"partial"
+        raise IntegrityError("integrity error: blob x failed authentication")
+
+    ops = [_op("a", [b"fine"]), Op("b", "write", source=broken)]
+    prefetch = journal._Prefetch(ops)
+    try:
+        assert b"".join(prefetch.next_content().chunks()) == b"fine"
+        with pytest.raises(IntegrityError, match="failed authentication"):
+            list(prefetch.next_content().chunks())
+    finally:
+        prefetch.close()
+
+
+def test_read_ahead_is_bounded_and_close_stops_the_thread(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(journal, "PREFETCH_BYTES", 1000)
+    reads: list[str] = []
+    ops = [_op(f"f{n}", [b"y" * 400], reads) for n in range(50)]
+    prefetch = journal._Prefetch(ops)
+    deadline = time.monotonic() + 5
+    while len(reads) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.2)
+    assert 2 <= len(reads) <= 4  # about 1000 bytes ahead, never the whole list
+    prefetch.close()
+    assert not prefetch._thread.is_alive()
