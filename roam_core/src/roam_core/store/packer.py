@@ -15,18 +15,15 @@ import threading
 from typing import Any, BinaryIO
 
 from roam_core import crypto
-from roam_core.errors import ObjectExists
 from roam_core.store import codec
 from roam_core.store.manifest import BlobRef
 from roam_core.store.objects import CHUNK_SIZE, PACK_TARGET, pack_key
 from roam_core.store.repository import Repository
-from roam_core.store.uploads import Uploads, workers_for
+from roam_core.store.uploads import Uploads, put_once, workers_for
 
 #: What sealing adds to a blob, at most (codec byte, header, tag): counted towards a pack's
 #: size so that a pack of many small blobs still fits a backend's object size limit.
 BLOB_OVERHEAD = 64
-
-
 #: Threads sealing and storing packs.
 PACK_WORKERS = 2
 #: Chunks shorter than this are copied into a buffer of their own size before they wait.
@@ -145,10 +142,7 @@ class Packer:
         pieces.clear()
         pack = pack_key(hashlib.sha256(data).hexdigest())
         refs = [(blob_id, pack, offset, length) for blob_id, offset, length in offsets]
-        try:
-            self.repo.backend.put_new(pack, data)
-        except ObjectExists:
-            pass  # content-addressed: the same pack is already stored
+        put_once(self.repo.backend, pack, data)
         # the index names blobs as present, so it is written only once its pack is stored
         self.repo.write_index(pack, refs)
         with self._lock:

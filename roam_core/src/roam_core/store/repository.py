@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from roam_core import crypto
-from roam_core.errors import ArchiveKeyError, IntegrityError, ObjectExists, ObjectNotFound
+from roam_core.errors import ArchiveKeyError, IntegrityError, ObjectNotFound
 from roam_core.storage import Backend
 from roam_core.store import codec
 from roam_core.store.manifest import BlobRef, FileEntry, Manifest, check_manifest
@@ -30,7 +30,7 @@ from roam_core.store.objects import (
     snapshot_key,
     tree_key,
 )
-from roam_core.store.uploads import Uploads
+from roam_core.store.uploads import Uploads, put_once
 
 #: Under the indexes cache: one JSON line per index already read.
 KNOWN_FILE = "known.jsonl"
@@ -113,11 +113,8 @@ class Repository:
         sealed = crypto.seal(self.keys.encryption, kind, object_id, codec.encode(plain))
         if uploads is not None:
             uploads.put(key_of(object_id), sealed)
-            return object_id
-        try:
-            self.backend.put_new(key_of(object_id), sealed)
-        except ObjectExists:
-            pass  # content-addressed: the same object is already there
+        else:
+            put_once(self.backend, key_of(object_id), sealed)
         return object_id
 
     # -- snapshots and trees -------------------------------------------------------------

@@ -21,6 +21,14 @@ from roam_core.storage import Backend
 BYTES_IN_FLIGHT = 48 * 1024 * 1024
 
 
+def put_once(backend: Backend, key: str, data: bytes) -> None:
+    """Create an immutable object; one already there under its key is the same bytes."""
+    try:
+        backend.put_new(key, data)
+    except ObjectExists:
+        pass  # content-addressed: the same bytes are already stored
+
+
 def workers_for(backend: Backend) -> int:
     """How many uploads pay off at once on `backend`.
 
@@ -43,9 +51,9 @@ class Uploads:
         self._inflight: deque[tuple[Future[None], int]] = deque()
         self._bytes = 0
 
-    def put(self, key: str, data: bytes, then: Callable[[], None] | None = None) -> None:
-        """Write `data` under `key` (an existing identical object is fine); `then` after it."""
-        self.run(lambda: self._put(key, data, then), len(data))
+    def put(self, key: str, data: bytes) -> None:
+        """Write `data` under `key` (an existing identical object is fine)."""
+        self.run(lambda: put_once(self.backend, key, data), len(data))
 
     def run(self, job: Callable[[], None], size: int) -> None:
         """Run `job` (which holds about `size` bytes until it ends) in a worker thread."""
@@ -64,14 +72,6 @@ class Uploads:
         future, size = self._inflight.popleft()
         self._bytes -= size
         future.result()
-
-    def _put(self, key: str, data: bytes, then: Callable[[], None] | None) -> None:
-        try:
-            self.backend.put_new(key, data)
-        except ObjectExists:
-            pass  # content-addressed: the same bytes are already stored
-        if then is not None:
-            then()
 
     def wait(self) -> None:
         """Block until every write so far is done; the first failure is raised."""
