@@ -178,8 +178,7 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
     result.uploaded_bytes = packer.uploaded_bytes
     projections = {item.rel: item.projection(host_keys).decode()
                    for item in files.values() if item.is_config}
-    _publish(session, state, view, manifest, result, projections,
-             (base, base_folders) if base_folders is not None else None)
+    _publish(session, state, view, manifest, result, projections, base, base_folders)
     cache.save(files)
     return result
 
@@ -192,9 +191,9 @@ def _vanished(result: PushResult, rel: str) -> None:
 
 def _publish(session: Session, state: LocalState, view: remote_module.RemoteView,
              manifest: Manifest, result: PushResult, projections: dict[str, str],
-             base: tuple[Manifest, dict[str, str]] | None = None) -> None:
+             base: Manifest, base_folders: dict[str, str] | None) -> None:
     repo = session.repo
-    root = repo.write_manifest(manifest, *(base or (None, None)))
+    root = repo.write_manifest(manifest, base, base_folders)
     kill_point("push:trees")
     generation = view.head.generation + 1
     roster = {name: dict(info) for name, info in view.snapshot.roster.items()}

@@ -87,6 +87,7 @@ def _segment_regex(segment: str, ignore_case: bool) -> re.Pattern[str]:
     return re.compile(_translate_segment(segment) + r"\Z", flags)
 
 
+@lru_cache(maxsize=4096)
 def segment_test(segment: str, ignore_case: bool) -> Callable[[str], bool]:
     """Whether a folder name matches one glob segment (never `**`), as a fast callable."""
     if not ignore_case and not re.search(r"[*?\[]", segment):  # a literal: plain equality
@@ -240,7 +241,7 @@ class Glob:
             segment = self.segments[state]
             if segment == "**":
                 following.add(state)
-            elif _segment_regex(segment, self.ignore_case).match(name):
+            elif segment_test(segment, self.ignore_case)(name):
                 following.add(state + 1)
         return following
 

@@ -30,8 +30,6 @@ def display_name(rel: str) -> str:
 
 
 def _problem(name: str) -> str | None:
-    if name.isascii() and name.isprintable():  # nearly every name: two C calls
-        return None
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:

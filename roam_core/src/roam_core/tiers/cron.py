@@ -109,7 +109,7 @@ class Landed:
 
     job_id: str
     name: str
-    change: str  # "new" or "changed"
+    change: str  # "new", "changed" or "removed"
 
 
 @dataclass
