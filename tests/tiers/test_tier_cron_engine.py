@@ -6,6 +6,7 @@ Hermes round trip is in test_tiers_hermes.py.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -20,6 +21,7 @@ from hermes_fleet import new_key, plain_home, roam_inprocess
 from test_tier_cron import doc, job
 
 from roam_core.tiers import cron_lock
+from support.locks import flock_held
 
 
 @pytest.fixture
@@ -48,26 +50,14 @@ def roam(home: Path, *args: str) -> Any:
 
 
 @pytest.fixture
-def hold(tmp_path: Path) -> Iterator[Any]:
-    holders: list[subprocess.Popen[str]] = []
-
-    def start(lock: Path) -> None:
-        holder = subprocess.Popen(
-            [sys.executable, "-c", "import fcntl, sys, time\n"
-             "f = open(sys.argv[1], 'a+'); fcntl.flock(f, fcntl.LOCK_EX)\n"
-             "print('held', flush=True); time.sleep(60)", str(lock)],
-            stdout=subprocess.PIPE, text=True)
-        holders.append(holder)
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-
-    yield start
-    for holder in holders:
-        holder.kill()
-        holder.wait()
+def hold() -> Iterator[Any]:
+    """`hold(lock)`: the lock flocked by another process until the test ends."""
+    with contextlib.ExitStack() as stack:
+        yield lambda lock: stack.enter_context(flock_held(lock))
 
 
-def test_a_crashed_cron_install_is_rolled_back_only_under_the_lock(
-        homes: Any, hold: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def _crashed_cron_install(homes: Any) -> tuple[Path, bytes, subprocess.CompletedProcess[str]]:
+    """The laptop's pull of the desk's cron job, SIGKILLed once installed, before commit."""
     desk, laptop = homes("desk"), homes("laptop")
     write_jobs(desk, job("aaaaaaaaaaaa", name="desk-job"))
     roam(desk, "init", "--create-remote")
@@ -79,6 +69,12 @@ def test_a_crashed_cron_install_is_rolled_back_only_under_the_lock(
     crashed = subprocess.run([sys.executable, "-m", "roam_core.cli.main", "--home",
                               str(laptop), "pull", "--apply"], env=env, capture_output=True,
                              text=True, timeout=120)
+    return laptop, original, crashed
+
+
+def test_a_crashed_cron_install_is_rolled_back_only_under_the_lock(
+        homes: Any, hold: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    laptop, original, crashed = _crashed_cron_install(homes)
     assert crashed.returncode == -signal.SIGKILL, crashed.stderr
     installed = (laptop / "cron/jobs.json").read_bytes()
     assert installed != original and (laptop / "roam/journal.json").exists()
@@ -92,16 +88,8 @@ def test_a_crashed_cron_install_is_rolled_back_only_under_the_lock(
 
 
 def test_a_crashed_cron_install_rolls_back_when_the_lock_is_free(homes: Any) -> None:
-    desk, laptop = homes("desk"), homes("laptop")
-    write_jobs(desk, job("aaaaaaaaaaaa", name="desk-job"))
-    roam(desk, "init", "--create-remote")
-    roam(desk, "push")
-    original = write_jobs(laptop, job("bbbbbbbbbbbb", name="laptop-job"))
-    roam(laptop, "init")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ROAM_", "HERMES_"))}
-    env["ROAM_TEST_KILL_AT"] = "journal:installed"
-    subprocess.run([sys.executable, "-m", "roam_core.cli.main", "--home", str(laptop), "pull",
-                    "--apply"], env=env, capture_output=True, text=True, timeout=120)
+    laptop, original, crashed = _crashed_cron_install(homes)
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr
     code, out, err = roam_inprocess(laptop, "status")
     assert code == 0 and "recovered: rolled back" in err, (out, err)
     assert (laptop / "cron/jobs.json").read_bytes() == original

@@ -12,6 +12,7 @@ import pytest
 
 from roam_core.errors import LockedError
 from roam_core.tiers import cron_lock
+from support.locks import flock_held
 
 
 @pytest.fixture
@@ -19,17 +20,8 @@ def held(tmp_path: Path) -> Iterator[Path]:
     """`cron/.jobs.lock` of a home, flocked by another process for the test."""
     lock = tmp_path / "cron" / ".jobs.lock"
     lock.parent.mkdir()
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import fcntl, sys, time\n"
-         "f = open(sys.argv[1], 'a+'); fcntl.flock(f, fcntl.LOCK_EX)\n"
-         "print('held', flush=True); time.sleep(60)", str(lock)],
-        stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    with flock_held(lock):
         yield tmp_path
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def test_a_lock_held_elsewhere_fails_after_the_bounded_wait(held: Path) -> None:

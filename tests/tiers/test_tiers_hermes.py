@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import stat
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +17,7 @@ from hermes_fleet import clone, jobs, join, make_desk, new_key, ok, roam_inproce
 
 from roam_core.tiers import cron_lock
 from support.hermes_env import HermesHome, HomeFactory
+from support.locks import flock_held
 
 pytestmark = pytest.mark.hermes
 
@@ -132,13 +131,7 @@ def test_a_cron_lock_held_elsewhere_fails_the_pull_with_nothing_written(
     ok(laptop.hermes("cron", "create", "every 1h", "laptop only", "--name", "laptop-job"))
     lock = laptop.path / "cron/.jobs.lock"
     assert lock.exists()
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import fcntl, sys, time\n"
-         "f = open(sys.argv[1], 'a+'); fcntl.flock(f, fcntl.LOCK_EX)\n"
-         "print('held', flush=True); time.sleep(120)", str(lock)],
-        stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    with flock_held(lock):
         before = tree_bytes(laptop.path)
         monkeypatch.setattr(cron_lock, "WAIT_SECONDS", 1.0)
         code, out, err = roam_inprocess(laptop, "pull", "--apply", "--overwrite-conflicts")
@@ -146,9 +139,6 @@ def test_a_cron_lock_held_elsewhere_fails_the_pull_with_nothing_written(
         assert "cron lock" in err and "held by another process" in err
         assert "nothing was written" in err
         assert tree_bytes(laptop.path) == before
-    finally:
-        holder.kill()
-        holder.wait()
     code, out, err = roam_inprocess(laptop, "pull", "--apply", "--overwrite-conflicts")
     assert code == 0, (out, err)
     (job,) = [job for job in jobs(laptop).values() if job["name"] == "hello-job"]
