@@ -2,30 +2,16 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
 import os
 import subprocess
 import sys
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from roam_core.cli.main import main
-from roam_core.manager import get_manager, reset_manager
-from roam_core.testing import memory_plugin
+from campaign.harness import Result, Runner, new_key, settings_yaml
 
-
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
-
-    def json(self) -> Any:
-        return json.loads(self.out)
+__all__ = ["Device", "Result", "new_key", "settings_for"]
 
 
 class Device:
@@ -36,30 +22,12 @@ class Device:
         self.name = name
         self.key = key
         root.mkdir(parents=True, exist_ok=True)
-        lines = ["plugins:", "  entries:", "    roam:", "      settings:",
-                 f"        device_name: {name}"]
-        lines += [f"        {k}: {json.dumps(v)}" for k, v in settings.items()]
-        (root / "config.yaml").write_text("\n".join(lines) + "\n")
+        (root / "config.yaml").write_text(settings_yaml(name, settings))
 
     def roam(self, *args: str, key: str | None = None) -> Result:
         """Run the CLI in-process (fast); the archive key comes from the environment."""
-        out, err = io.StringIO(), io.StringIO()
-        old = os.environ.get("ROAM_ARCHIVE_KEY")
-        os.environ["ROAM_ARCHIVE_KEY"] = key if key is not None else self.key
-        reset_manager()
-        get_manager().register(memory_plugin, name="memory")
-        try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                try:
-                    code = main(["--home", str(self.root), *args])
-                except SystemExit as exit_:
-                    code = int(exit_.code or 0)
-        finally:
-            if old is None:
-                os.environ.pop("ROAM_ARCHIVE_KEY", None)
-            else:
-                os.environ["ROAM_ARCHIVE_KEY"] = old
-        return Result(code, out.getvalue(), err.getvalue())
+        env = {"ROAM_ARCHIVE_KEY": key if key is not None else self.key}
+        return Runner()(env, ["--home", str(self.root), *args])
 
     def run(self, *args: str, env: dict[str, str] | None = None,
             timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -95,12 +63,6 @@ class Device:
                 continue
             found[rel] = path.read_bytes()
         return found
-
-
-def new_key() -> str:
-    import secrets
-
-    return secrets.token_urlsafe(32)
 
 
 def settings_for(kind: str, tmp: Path) -> dict[str, Any]:
