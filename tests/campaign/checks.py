@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from campaign.driver import Campaign
 from campaign.fleetrun import SHARED_POOL, Device, FleetRun
 from campaign.harness import Home
 from campaign.model import CONFIG, MEMORY, config_keys, entries, local_keys, sha, shared_keys
@@ -171,3 +172,13 @@ def check_no_canary(run: FleetRun) -> None:
         raw = repo.backend.get(key)
         assert not any(t in raw for t in tokens), f"P3: raw object {key} holds a canary"
     assert seen > 3
+
+
+def play(run: Campaign, steps: int) -> None:
+    """Set the fleet up, take `steps` random steps, check everything; close the store after."""
+    try:
+        run.setup()
+        run.run(steps)
+        final_checks(run)
+    finally:
+        close_repository(run)

@@ -11,7 +11,7 @@ import secrets
 import time
 
 import pytest
-from campaign.checks import close_repository, final_checks
+from campaign.checks import play
 from campaign.driver import Campaign
 from campaign.harness import KINDS, Runner, fast_dir, stores
 
@@ -29,9 +29,7 @@ def test_campaign(kind: str, request: pytest.FixtureRequest) -> None:
     with fast_dir(f"roam-campaign-{kind}-") as root, stores(kind, root, request) as store:
         campaign = Campaign(store, root, random.Random(seed), Runner())
         try:
-            campaign.setup()
-            campaign.run(STEPS)
-            final_checks(campaign)
+            play(campaign, STEPS)
         except AssertionError as failure:
             tail = "\n".join(campaign.log[-25:])
             raise AssertionError(
@@ -39,7 +37,5 @@ def test_campaign(kind: str, request: pytest.FixtureRequest) -> None:
                 f"replay: ROAM_CAMPAIGN_SEED={seed} ROAM_CAMPAIGN_STEPS={STEPS} "
                 f"pytest tests/campaign/test_campaign.py -k {kind}\nlast steps:\n{tail}"
             ) from None
-        finally:
-            close_repository(campaign)
     print(f"campaign {kind}: seed {seed}, {STEPS} steps, generation {campaign.fleet.head}, "
           f"{time.monotonic() - started:.1f}s")

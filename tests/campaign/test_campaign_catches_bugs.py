@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from campaign.checks import close_repository, final_checks
+from campaign.checks import play
 from campaign.driver import Campaign
 from campaign.harness import Runner, fast_dir, stores
 
@@ -35,13 +35,9 @@ def _campaign_failure() -> str | None:
         with fast_dir("roam-mutant-") as root, stores("memory", root) as store:
             campaign = Campaign(store, root, random.Random(seed), Runner())
             try:
-                campaign.setup()
-                campaign.run(STEPS)
-                final_checks(campaign)
+                play(campaign, STEPS)
             except AssertionError as failure:
                 return f"seed {seed}: {failure}"
-            finally:
-                close_repository(campaign)
     return None
 
 
