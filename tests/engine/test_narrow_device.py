@@ -10,6 +10,18 @@ def _narrow(dev: Device, rules: str) -> None:
     (dev.root / "roam" / "rules.yaml").write_text(rules)
 
 
+def _hidden_from_b(make_device, private: str) -> tuple[Device, Device]:
+    """A pushes skills/private/ and SOUL.md; B joins with a rule keeping skills/private/ local."""
+    a, b = make_device("a"), make_device("b")
+    a.write("skills/private/SKILL.md", private)
+    a.write("SOUL.md", "s\n")
+    assert a.roam("init", "--create-remote").code == 0
+    assert a.roam("push").code == 0
+    _narrow(b, "local:\n  - skills/private/\n")
+    assert b.roam("init").code == 0
+    return a, b
+
+
 def test_narrower_device_cannot_delete_what_it_cannot_see(make_device) -> None:
     a, b = make_device("a"), make_device("b")
     a.write("SOUL.md", "soul\n")
@@ -42,13 +54,7 @@ def test_narrower_device_cannot_delete_what_it_cannot_see(make_device) -> None:
 
 
 def test_only_a_device_that_sees_a_path_can_delete_it(make_device) -> None:
-    a, b = make_device("a"), make_device("b")
-    a.write("skills/private/SKILL.md", "x\n")
-    a.write("SOUL.md", "s\n")
-    a.roam("init", "--create-remote")
-    a.roam("push")
-    _narrow(b, "local:\n  - skills/private/\n")
-    b.roam("init")
+    a, b = _hidden_from_b(make_device, "x\n")
     b.roam("pull", "--apply")
     b.write("SOUL.md", "s2\n")
     b.roam("push")
@@ -58,13 +64,7 @@ def test_only_a_device_that_sees_a_path_can_delete_it(make_device) -> None:
 
 
 def test_widening_rules_receives_hidden_paths_instead_of_deleting_them(make_device) -> None:
-    a, b = make_device("a"), make_device("b")
-    a.write("skills/private/SKILL.md", "kept from b until b widens its rules\n")
-    a.write("SOUL.md", "s\n")
-    a.roam("init", "--create-remote")
-    a.roam("push")
-    _narrow(b, "local:\n  - skills/private/\n")
-    b.roam("init")
+    a, b = _hidden_from_b(make_device, "kept from b until b widens its rules\n")
     assert b.roam("pull", "--apply").code == 0
     assert not b.exists("skills/private/SKILL.md")
     (b.root / "roam" / "rules.yaml").unlink()  # b now sees skills/private/
