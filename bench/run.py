@@ -85,7 +85,7 @@ def main() -> int:
                        else REPO / "docs" / "benchmarks.md")
     args.workdir.mkdir(parents=True, exist_ok=True)
     free = shutil.disk_usage(args.workdir).free
-    needed = 1 << 30 if args.quick else 6 << 30
+    needed = 1 << 30 if args.quick else 16 << 30  # finished trees wait in trash/
     if free < needed:
         raise SystemExit(f"bench: {args.workdir} has {free >> 20} MiB free; "
                          f"{needed >> 20} MiB needed")
@@ -98,6 +98,7 @@ def main() -> int:
         weight = ("not checked (--quick)" if args.quick
                   else bench.weight_untouched(bench_roam(bench, "large")))
     finally:
+        bench.trash.empty()
         if not args.keep:
             for name in ("stores", "restic", "restic-cache", "restore", "device-b"):
                 shutil.rmtree(args.workdir / name, ignore_errors=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import homes
 from measure import Sample, Series
-from tools import Restic, Roam
+from tools import Restic, Roam, Trash
 
 KiB = 1024
 
@@ -55,6 +55,7 @@ class Bench:
         self.runs = runs
         self.say = say
         self.checks: list[str] = []
+        self.trash = Trash(workdir / "trash")
 
     # -- homes ----------------------------------------------------------------------------
 
@@ -77,11 +78,11 @@ class Bench:
 
     def restic(self, name: str) -> Restic:
         return Restic(self.restic_binary, self.workdir / "restic" / name,
-                      self.workdir / "restic-cache")
+                      self.workdir / "restic-cache", self.trash)
 
     def fresh_roam(self, name: str, home: Path) -> Roam:
-        shutil.rmtree(self.store(name), ignore_errors=True)
-        shutil.rmtree(home / "roam", ignore_errors=True)
+        self.trash.discard(self.store(name))
+        self.trash.discard(home / "roam")
         roam = Roam(home)
         roam("init", "--create-remote")
         return roam
@@ -187,13 +188,13 @@ class Bench:
             def roam_step() -> Sample:
                 other = self.second_device(name)
                 sample = Roam(other)("pull", "--apply")
-                shutil.rmtree(other)
+                self.trash.discard(other)
                 return sample
 
             def restic_step() -> Sample:
-                shutil.rmtree(target, ignore_errors=True)
+                self.trash.discard(target)
                 sample = restic("restore", "latest", "--target", str(target))
-                shutil.rmtree(target)
+                self.trash.discard(target)
                 return sample
 
             self.pair(result, roam_step, restic_step, run)
@@ -201,7 +202,7 @@ class Bench:
 
     def second_device(self, name: str) -> Path:
         other = self.workdir / "device-b"
-        shutil.rmtree(other, ignore_errors=True)
+        self.trash.discard(other)
         other.mkdir(parents=True)
         lines = ["plugins:", "  entries:", "    roam:", "      settings:"]
         lines += [f"        {k}: {v}" for k, v in self.settings(name, "bench-b").items()]
@@ -223,19 +224,19 @@ class Bench:
         backup = result.restic.add(restic.backup(home, listing))
         other = self.second_device("huge")
         pull = result.roam.add(Roam(other)("pull", "--apply"))
-        shutil.rmtree(other)
+        self.trash.discard(other)
         target = self.workdir / "restore"
-        shutil.rmtree(target, ignore_errors=True)
+        self.trash.discard(target)
         restore = result.restic.add(restic("restore", "latest", "--target", str(target)))
-        shutil.rmtree(target)
+        self.trash.discard(target)
         result.extra_ok = max(push.rss_mib, pull.rss_mib) <= 200
         result.notes.append(
             f"roam push {push.rss_mib:.0f} MiB in {push.wall:.1f} s, roam pull --apply "
             f"{pull.rss_mib:.0f} MiB in {pull.wall:.1f} s; restic backup {backup.rss_mib:.0f} "
             f"MiB in {backup.wall:.1f} s, restic restore {restore.rss_mib:.0f} MiB in "
             f"{restore.wall:.1f} s")
-        shutil.rmtree(self.store("huge"), ignore_errors=True)
-        shutil.rmtree(restic.repo, ignore_errors=True)
+        self.trash.discard(self.store("huge"))
+        self.trash.discard(restic.repo)
         return result
 
     def startup(self, roam: Roam, restic: Restic) -> list[Result]:
