@@ -1,10 +1,11 @@
 """ENOSPC, EIO and EACCES at each write, sync, rename and unlink of an install.
 
 A one-shot fault is injected at the n-th file-system call made while `Install.run` runs, for
-every n until the install gets through untouched. A fault before the journal says
-`committed` must roll the whole install back: exit 1, one line naming the error, the home
-and state.json byte-identical, no journal and no temp file left. A fault after it leaves the
-install complete and the next command finishes it (rolled forward), never a mix.
+every n until the install gets through untouched. A fault before the commit point (state.json
+naming the install replaced) must roll the whole install back: exit 1, one line naming the
+error, the home and state.json byte-identical, no journal and no temp file left. A fault
+after it leaves the install complete and the next command finishes it (rolled forward),
+never a mix.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ class Faults:
         self.inside = False
         self.committed = False
         self.calls: list[str] = []
-        run, write_journal = journal.Install.run, journal.Install._journal
+        run = journal.Install.run
 
         def install(this: Any, *args: Any, **kwargs: Any) -> Any:
             self.inside, self.committed = True, False
@@ -44,15 +45,11 @@ class Faults:
             finally:
                 self.inside = False
 
-        def journal_phase(this: Any, phase: str, *args: Any) -> Any:
-            write_journal(this, phase, *args)
-            self.committed = self.committed or phase == "committed"
-
         patch.setattr(journal.Install, "run", install)
-        patch.setattr(journal.Install, "_journal", journal_phase)
         for owner, name in ((os, "fsync"), (os, "replace"), (os, "rename"), (os, "chmod"),
                             (os, "fchmod"), (os, "write"), (os, "mkdir"), (os, "unlink"),
-                            (os, "rmdir"), (shutil, "copy2"), (journal, "syncfs")):
+                            (os, "rmdir"), (shutil, "copy2"), (journal, "syncfs"),
+                            (journal, "rename_noreplace")):
             patch.setattr(owner, name, self._wrap(name, getattr(owner, name)))
         real_open, real_fdopen = os.open, os.fdopen
 
@@ -71,7 +68,10 @@ class Faults:
     def _wrap(self, name: str, real: Callable[..., Any]) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
             self.tick(name, args[0] if args else "")
-            return real(*args, **kwargs)
+            result = real(*args, **kwargs)
+            if name == "replace" and str(args[1]).endswith("/roam/state.json"):
+                self.committed = self.inside  # the install's commit point
+            return result
         return call
 
     def tick(self, name: str, path: Any) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from fleet import Device, new_key
 
 
@@ -238,6 +240,36 @@ def test_target_replaced_by_symlink_between_plan_and_apply(make_device, monkeypa
     assert "changed while installing" in result.err
     assert outside.read_text() == "not yours\n"
     assert (b.root / "SOUL.md").is_symlink()
+
+
+@pytest.mark.parametrize("renameat2", [True, False], ids=["renameat2", "link-fallback"])
+def test_new_file_that_appears_before_install_is_never_replaced(
+        make_device, monkeypatch, renameat2: bool) -> None:
+    from roam_core.engine import fs, journal
+
+    a, b = _start(make_device)
+    a.write("SOUL.md", "soul v2\n")
+    a.write("skills/three/SKILL.md", "three from a\n")
+    assert a.roam("push").code == 0
+    before = b.snapshot_bytes()
+    if not renameat2:  # a C library or file system without renameat2: link, then unlink
+        monkeypatch.setattr(fs, "_renameat2", lambda: None)
+    real = journal.kill_point
+
+    def appear(name: str) -> None:
+        if name == "journal:synced":  # staged, nothing renamed yet: a file takes the name
+            (b.root / "skills/three/SKILL.md").write_text("written here meanwhile\n")
+        real(name)
+
+    monkeypatch.setattr(journal, "kill_point", appear)
+    result = b.roam("pull", "--apply")
+    assert result.code == 1
+    assert "skills/three/SKILL.md changed while installing (it appeared)" in result.err
+    assert b.read("skills/three/SKILL.md") == "written here meanwhile\n"
+    after = b.snapshot_bytes()
+    assert after.pop("skills/three/SKILL.md") == b"written here meanwhile\n"
+    assert after == before  # SOUL.md rolled back too, no temp file left
+    assert not (b.root / "roam" / "journal.json").exists()
 
 
 def test_hostile_manifest_paths_are_refused_before_writing(tmp_path: Path) -> None:

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import errno
+import functools
 import os
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 
 TEMP_PREFIX = ".roam-tmp-"
+_AT_FDCWD = -100
+_RENAME_NOREPLACE = 1
 
 
 def fsync_dir(path: Path) -> None:
@@ -45,3 +50,38 @@ def ensure_private_dir(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     os.chmod(path, 0o700)
     return path
+
+
+@functools.cache
+def _renameat2() -> Callable[..., int] | None:
+    import ctypes
+
+    try:
+        function = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
+                         ctypes.c_uint]
+    function.restype = ctypes.c_int
+    return function  # type: ignore[no-any-return]
+
+
+def rename_noreplace(source: str, target: str) -> None:
+    """Rename `source` to `target`; `FileExistsError` if anything is at `target`.
+
+    One `renameat2(RENAME_NOREPLACE)` call: no check-then-rename window, and no `lstat`.
+    Where the C library or the file system lacks it, a hard link (which never replaces)
+    and an unlink do the same in two steps.
+    """
+    function = _renameat2()
+    if function is not None:
+        if function(_AT_FDCWD, os.fsencode(source), _AT_FDCWD, os.fsencode(target),
+                    _RENAME_NOREPLACE) == 0:
+            return
+        import ctypes
+
+        code = ctypes.get_errno()
+        if code not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+            raise OSError(code, os.strerror(code), target)
+    os.link(source, target)
+    os.unlink(source)

@@ -5,9 +5,11 @@ Order of work (docs/decisions.md, "Installs"):
 2. new contents go to temp files beside their targets, replaced files are copied to
    `roam/backups/<stamp>/`, and the file system is synced;
 3. phase `installing`: temps are renamed over their targets, deletions unlinked, synced;
-4. phase `committed` (carrying the new state), then state.json, then the journal goes away.
-A crash before `committed` is rolled back by the next command, a crash after it rolled
-forward; a target whose original cannot be proven restorable is never deleted.
+4. the commit point: state.json, naming this install's stamp, replaces the old one; then
+   the journal goes away.
+A crash before the commit point is rolled back by the next command, a crash after it rolled
+forward (the journal is removed); a target whose original cannot be proven restorable is
+never deleted.
 """
 
 from __future__ import annotations
@@ -30,9 +32,15 @@ from pathlib import Path
 from typing import Any
 
 from roam_core.cli.output import note
-from roam_core.engine.fs import TEMP_PREFIX, ensure_private_dir, fsync_dir, write_atomic
+from roam_core.engine.fs import (
+    TEMP_PREFIX,
+    ensure_private_dir,
+    fsync_dir,
+    rename_noreplace,
+    write_atomic,
+)
 from roam_core.engine.progress import ProgressSink
-from roam_core.engine.state import LocalState, save_state
+from roam_core.engine.state import LocalState, load_state, save_state
 from roam_core.errors import RoamError, UserError
 
 JOURNAL = "journal.json"
@@ -41,6 +49,9 @@ KILL_ENV = "ROAM_TEST_KILL_AT"
 PREFETCH_BYTES = 32 * 1024 * 1024
 #: How long closing waits for the prefetch thread (it may be inside one store read).
 PREFETCH_JOIN = 30.0
+#: A waiting writer is woken when this many items or bytes are ready (or the reader ends).
+WAKE_ITEMS = 256
+WAKE_BYTES = 4 * 1024 * 1024
 
 
 def kill_point(name: str) -> None:
@@ -95,6 +106,13 @@ class Op:
 
 def _stamp() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+
+
+def _umask() -> int:
+    """The process's umask (read by setting it, so read once, before any thread starts)."""
+    found = os.umask(0o077)
+    os.umask(found)
+    return found
 
 
 def _signature(st: os.stat_result) -> list[int]:
@@ -154,7 +172,11 @@ class _Prefetch:
         self._ops = ops
         self._items: collections.deque[bytes | str | BaseException] = collections.deque()
         self._held = 0
+        self._count = 0
         self._closed = False
+        self._done = False
+        self._consumer_waits = False
+        self._producer_waits = False
         self._ready = threading.Condition()
         context = contextvars.copy_context()  # the operation's deadline applies here too
         self._thread = threading.Thread(target=context.run, args=(self._run,),
@@ -174,26 +196,51 @@ class _Prefetch:
                     return
         except BaseException as failure:  # handed to the caller, raised there
             self._put(failure, 0)
+        finally:
+            self._finish()
 
     def _put(self, item: bytes | str | BaseException, size: int) -> bool:
         with self._ready:
-            while self._held and self._held + size > PREFETCH_BYTES and not self._closed:
-                self._ready.wait()
+            if self._held and self._held + size > PREFETCH_BYTES:
+                # full: sleep until the writer has taken half, not until its next take
+                self._producer_waits = True
+                while self._held > PREFETCH_BYTES // 2 and not self._closed:
+                    self._ready.wait()
+                self._producer_waits = False
             if self._closed:
                 return False
             self._items.append(item)
             self._held += size
-            self._ready.notify_all()
+            self._count += 1
+            if self._consumer_waits and (self._count >= WAKE_ITEMS or self._held >= WAKE_BYTES
+                                         or isinstance(item, BaseException)):
+                self._ready.notify_all()
             return True
+
+    def _finish(self) -> None:
+        with self._ready:
+            self._done = True
+            self._ready.notify_all()
 
     def take(self) -> bytes | str:
         with self._ready:
-            while not self._items:
-                self._ready.wait()
+            if not self._items:
+                # empty: sleep until a batch is ready, not until the next chunk (every
+                # wake-up is a pair of context switches, 40,000 of them on a large pull)
+                self._consumer_waits = True
+                while not self._done and (not self._items or (
+                        self._count < WAKE_ITEMS and self._held < WAKE_BYTES
+                        and not isinstance(self._items[-1], BaseException))):
+                    self._ready.wait()
+                self._consumer_waits = False
+                if not self._items:
+                    raise RoamError("the store reader stopped early")
             item = self._items.popleft()
+            self._count -= 1
             if isinstance(item, bytes):
                 self._held -= len(item)
-            self._ready.notify_all()
+            if self._producer_waits and self._held <= PREFETCH_BYTES // 2:
+                self._ready.notify_all()
         if isinstance(item, BaseException):
             raise item
         return item
@@ -236,13 +283,17 @@ class Install:
         self.stamp = _stamp()
         self.backup_dir = state_dir / "backups" / self.stamp
         self.created_dirs: list[str] = []
+        self._umask = _umask()
+        self._ops_json: str | None = None
         self._checked_dirs: set[str] = set()
 
-    def _journal(self, phase: str, state: LocalState | None = None) -> None:
+    def _journal(self, phase: str) -> None:
+        if self._ops_json is None:  # the same in both phases: encoded once
+            self._ops_json = json.dumps([op.as_json() for op in self.ops])
         data = {"v": 1, "phase": phase, "stamp": self.stamp, "backup_dir": str(self.backup_dir),
-                "ops": [op.as_json() for op in self.ops], "created_dirs": self.created_dirs,
-                "state": None if state is None else state.__dict__}
-        write_atomic(self.state_dir / JOURNAL, json.dumps(data).encode())
+                "created_dirs": self.created_dirs}
+        text = f'{json.dumps(data)[:-1]}, "ops": {self._ops_json}}}'
+        write_atomic(self.state_dir / JOURNAL, text.encode())
 
     def run(self, new_state: LocalState) -> None:
         """Install every op and save `new_state`, or roll back and re-raise."""
@@ -273,8 +324,12 @@ class Install:
                 kill_point(f"journal:op:{number}")
             syncfs(self.root)
             kill_point("journal:installed")
-            self._journal("committed", new_state)
+            # the commit point: state.json naming this install replaces the old one
+            new_state.install = self.stamp
+            save_state(self.state_dir, new_state)
         except BaseException as error:
+            if _committed(self.state_dir, self.stamp):
+                raise  # complete; the journal left behind is removed by the next command
             problems = rollback(self.root, self.state_dir, self._loaded())
             (self.state_dir / JOURNAL).unlink(missing_ok=True)
             if isinstance(error, OSError):
@@ -283,7 +338,6 @@ class Install:
                                 + (f"; {problems}" if problems else "")) from None
             raise
         kill_point("journal:committed")
-        save_state(self.state_dir, new_state)
         (self.state_dir / JOURNAL).unlink(missing_ok=True)
         kill_point("journal:done")
 
@@ -299,7 +353,9 @@ class Install:
         prefetch = _Prefetch([op for op in self.ops if op.action == "write"])
         try:
             for op in self.ops:
-                _check_target(self.root, op)
+                if op.expect is not None or op.action != "write":
+                    _check_target(self.root, op)
+                # a new file is not looked for: installing it fails if anything is there
                 if op.action == "write":
                     _safe_parent(self.root, op.rel, self.created_dirs, self._checked_dirs)
                     written = self._write_temp(op, prefetch.next_content())
@@ -321,7 +377,10 @@ class Install:
         written = 0
         # plain descriptor calls: a buffered file object adds an fstat, an lseek and an
         # ioctl per file, and a chmod by path a lookup (60,000+ calls on a large pull)
-        fd = os.open(op.temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        # created with its final mode when the umask leaves that intact (one call less)
+        exact = op.mode & self._umask == 0
+        fd = os.open(op.temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
+                     op.mode if exact else 0o600)
         try:
             for chunk in content.chunks():
                 view = memoryview(chunk)
@@ -331,14 +390,23 @@ class Install:
             if content.digest != op.sha256:
                 raise UserError(f"content for {op.rel} did not match its digest; nothing "
                                 "installed")
-            os.fchmod(fd, op.mode)
+            if not exact:
+                os.fchmod(fd, op.mode)
         finally:
             os.close(fd)
         return written
 
     def _apply(self, op: Op) -> None:
-        _check_target(self.root, op)
         target = os.path.join(self.root, op.rel)
+        if op.action == "write" and op.expect is None:
+            assert op.temp is not None
+            try:
+                rename_noreplace(op.temp, target)
+            except FileExistsError:
+                raise UserError(f"{op.rel} changed while installing (it appeared); nothing "
+                                "was installed") from None
+            return
+        _check_target(self.root, op)
         if op.action == "write":
             assert op.temp is not None
             os.replace(op.temp, target)
@@ -382,6 +450,15 @@ def rollback(root: Path, state_dir: Path, journal: dict[str, Any]) -> str:
     return ""
 
 
+def _committed(state_dir: Path, stamp: object) -> bool:
+    """Whether state.json already names the install `stamp` (it is then complete)."""
+    try:
+        state = load_state(state_dir)
+    except RoamError:
+        return False
+    return state is not None and stamp is not None and state.install == stamp
+
+
 def _restore(backup: Path, target: Path) -> None:
     temp = target.with_name(f"{TEMP_PREFIX}restore-{target.name}"[:255])
     shutil.copy2(backup, temp, follow_symlinks=False)
@@ -399,8 +476,10 @@ def recover_home(session: Any) -> None:
     except (OSError, ValueError):
         raise RoamError(f"{path} is damaged; inspect it and roam/backups/ by hand") from None
     count = len(journal.get("ops", []))
-    if journal.get("phase") == "committed" and journal.get("state"):
+    if journal.get("phase") == "committed" and journal.get("state"):  # before install stamps
         save_state(session.state_dir, LocalState(**journal["state"]))
+    if (journal.get("phase") == "committed" and journal.get("state")) \
+            or _committed(session.state_dir, journal.get("stamp")):
         path.unlink()
         note(f"recovered: finished an interrupted install of {count} file(s)")
         return

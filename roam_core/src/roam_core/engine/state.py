@@ -36,6 +36,8 @@ class LocalState:
     last_pull: int | None = None
     #: base paths this device's rules kept it from receiving (never on this disk)
     unseen: list[str] = field(default_factory=list)
+    #: the stamp of the install that wrote this state: a journal naming it is complete
+    install: str | None = None
 
     def base_manifest(self) -> Manifest:
         return {path: FileEntry.from_json(path, data, "state.json")

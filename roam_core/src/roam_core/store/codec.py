@@ -29,6 +29,15 @@ def _compressor() -> Any:
     return found
 
 
+def _decompressor() -> Any:
+    found = getattr(_local, "decompressor", None)
+    if found is None:
+        import zstandard
+
+        found = _local.decompressor = zstandard.ZstdDecompressor()
+    return found
+
+
 def encode(data: bytes) -> bytes:
     """Compress `data` when a quick probe says it pays; prefix the codec byte."""
     if len(data) >= 128:
@@ -50,14 +59,15 @@ def decode(payload: bytes, what: str) -> bytes:
     """Undo `encode`; a malformed payload is an `IntegrityError` naming `what`."""
     if not payload:
         raise IntegrityError(f"integrity error: {what} has an empty payload")
-    codec, body = payload[0], payload[1:]
+    codec = payload[0]
     if codec == CODEC_RAW:
-        return bytes(body)
+        return payload[1:]
     if codec == CODEC_ZSTD:
         import zstandard
 
-        try:
-            return zstandard.ZstdDecompressor().decompress(body, max_output_size=MAX_DECOMPRESSED)
+        try:  # one decompressor per thread, as for compressing
+            return _decompressor().decompress(memoryview(payload)[1:],
+                                              max_output_size=MAX_DECOMPRESSED)
         except zstandard.ZstdError as error:
             raise IntegrityError(f"integrity error: {what} does not decompress: {error}") from None
     raise IntegrityError(f"integrity error: {what} uses unknown codec {codec}")
