@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import measure
 import report
 from scenarios import Bench, Result
-from tools import Roam, ensure_restic
+from tools import Roam, compile_roam, ensure_restic
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -90,6 +90,7 @@ def main() -> int:
         raise SystemExit(f"bench: {args.workdir} has {free >> 20} MiB free; "
                          f"{needed >> 20} MiB needed")
     restic_binary = ensure_restic()
+    compile_roam()
     load_start = measure.loadavg()
     started = time.monotonic()
     bench = Bench(args.workdir, restic_binary, runs, say)

@@ -97,6 +97,7 @@ def test_empty_file_and_empty_lists(tmp_path: Path) -> None:
     ("shared:\n  - '*'\n", 2, "it would share .env"),
     ("host_keys:\n  - 'display..skin'\n", 2, "dotted key path"),
     ("host_keys: display.skin\n", 1, "must be a list"),
+    ("shared:\n  - hooks/\n  - 'skills/[z-a]*'\n", 3, "bad character range z-a"),
 ])
 def test_mistakes_name_file_and_line(tmp_path: Path, scope_of: Callable[..., ScopeModel],
                                      text: str, line: int, message: str) -> None:

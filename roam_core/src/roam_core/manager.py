@@ -12,7 +12,7 @@ import importlib.metadata
 import logging
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -45,16 +45,32 @@ _HOOK_KINDS = {
 }
 
 
+Origin = tuple[str, str]
+
+
 @dataclass
 class _Entry:
     name: str
-    distribution: str
-    version: str
+    #: (distribution, version), or a function giving them when first asked for
+    origin: Origin | Callable[[], Origin]
     status: str
     summary: str = ""
     error: str = ""
     module: Any = None
     kinds: list[str] = field(default_factory=list)
+
+    @property
+    def distribution(self) -> str:
+        return self._origin()[0]
+
+    @property
+    def version(self) -> str:
+        return self._origin()[1]
+
+    def _origin(self) -> Origin:
+        if callable(self.origin):
+            self.origin = self.origin()
+        return self.origin
 
 
 def _distribution_map(group: str) -> dict[tuple[str, str], tuple[str, str]]:
@@ -65,6 +81,25 @@ def _distribution_map(group: str) -> dict[tuple[str, str], tuple[str, str]]:
         if dist is not None:
             found[(ep.name, ep.value)] = (dist.metadata["Name"], dist.version)
     return found
+
+
+class _Origins:
+    """Which distribution and version provide each entry point, read on first use.
+
+    Reading every plugin's METADATA costs more than loading the plugins, and only listings
+    and errors name distributions.
+    """
+
+    def __init__(self, group: str) -> None:
+        self.group = group
+        self._map: dict[tuple[str, str], Origin] | None = None
+
+    def of(self, name: str, value: str) -> Callable[[], Origin]:
+        def resolve() -> Origin:
+            if self._map is None:
+                self._map = _distribution_map(self.group)
+            return self._map.get((name, value), ("?", "?"))
+        return resolve
 
 
 def _first_line(text: str | None) -> str:
@@ -103,7 +138,7 @@ class PluginManager:
     def _load_entry_points(self) -> None:
         from stevedore import EnabledExtensionManager
 
-        dists = _distribution_map(self.group)
+        origins = _Origins(self.group)
         blocked = disabled_names()
         failures: list[tuple[Any, BaseException]] = []
 
@@ -119,24 +154,24 @@ class PluginManager:
             invoke_on_load=False,
             on_load_failure_callback=on_failure,
         )
-        for ep in importlib.metadata.entry_points(group=self.group):
+        for ep in importlib.metadata.entry_points(group=self.group) if blocked else ():
             if ep.name in blocked:
-                dist, version = dists.get((ep.name, ep.value), ("?", "?"))
-                self._entries[ep.name] = _Entry(ep.name, dist, version, "disabled")
+                self._entries[ep.name] = _Entry(ep.name, origins.of(ep.name, ep.value),
+                                                "disabled")
         for entry_point, error in failures:
-            dist, version = dists.get((entry_point.name, entry_point.value), ("?", "?"))
             message = f"{type(error).__name__}: {error}"
             log.warning("roam plugin %s failed to load: %s", entry_point.name, message)
             self._entries[entry_point.name] = _Entry(
-                entry_point.name, dist, version, "broken", error=message
+                entry_point.name, origins.of(entry_point.name, entry_point.value), "broken",
+                error=message
             )
         for ext in manager.extensions:
-            dist, version = dists.get((ext.name, ext.entry_point.value), ("?", "?"))
-            self._add(ext.name, ext.plugin, dist, version)
+            self._add(ext.name, ext.plugin, origins.of(ext.name, ext.entry_point.value))
 
-    def _add(self, name: str, module: Any, distribution: str, version: str) -> None:
+    def _add(self, name: str, module: Any, origin: Origin | Callable[[], Origin]) -> None:
         previous = self._entries.get(name)
         if previous is not None and previous.status == "active":
+            distribution = origin()[0] if callable(origin) else origin[0]
             raise PluginError(
                 f"two plugins are named {name!r}: {previous.distribution} and {distribution}",
                 plugin=name,
@@ -148,7 +183,7 @@ class PluginManager:
         kinds = [kind for hook, kind in _HOOK_KINDS.items() if hasattr(module, hook)]
         doc = getattr(module, "__doc__", None)
         self._entries[name] = _Entry(
-            name, distribution, version, "active", _first_line(doc), module=module, kinds=kinds
+            name, origin, "active", _first_line(doc), module=module, kinds=kinds
         )
 
     def register(
@@ -157,7 +192,7 @@ class PluginManager:
         """Register a plugin object directly (tests, embedding). Loads entry points first."""
         with self._lock:
             self.load()
-            self._add(name, module, distribution, "0")
+            self._add(name, module, (distribution, "0"))
             self._pm.check_pending()
 
     # -- typed facade --------------------------------------------------------------------

@@ -64,8 +64,6 @@ def load_yaml_mapping(path: Path) -> dict[str, Any]:
     """Parse a YAML file that must hold a mapping; a missing file is empty."""
     import yaml
 
-    from roam_core.config.yamlio import yaml_error
-
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -75,6 +73,8 @@ def load_yaml_mapping(path: Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as error:
+        from roam_core.config.yamlio import yaml_error
+
         raise yaml_error(error, str(path)) from None
     except RecursionError:  # PyYAML recurses once per nesting level
         raise ConfigError(f"{path}: nested too deeply") from None

@@ -15,6 +15,8 @@ from roam_core.home import resolve_home
 
 def recover(session: Session) -> None:
     """Roll back an install a crash left unfinished (needs the lock)."""
+    if not (session.state_dir / "journal.json").exists():
+        return  # nothing to recover: the journal module is not even imported
     from roam_core.engine.journal import recover_home
 
     recover_home(session)

@@ -48,7 +48,8 @@ def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
 def ensure_private_dir(path: Path) -> Path:
     """Create `path` (and parents) with mode 0700 for the last component."""
     path.mkdir(parents=True, exist_ok=True)
-    os.chmod(path, 0o700)
+    if os.stat(path).st_mode & 0o777 != 0o700:  # a chmod would change the folder's ctime
+        os.chmod(path, 0o700)
     return path
 
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-from roam_core.engine import inventory
+from roam_core.engine import inventory, memo
 from roam_core.engine import remote as remote_module
 from roam_core.engine.scan import StatCache, fill_digests, list_shared
 from roam_core.engine.session import Session
@@ -13,13 +14,20 @@ from roam_core.errors import RoamError
 from roam_core.types import Scope
 
 
-def local_changes(session: Session, state: LocalState | None = None) -> dict[str, list[str]]:
-    """Shared paths added, changed or removed here since the last synced generation."""
+def local_changes(session: Session, state: LocalState | None = None, *,
+                  signature: list[int] | None = None) -> dict[str, list[str]]:
+    """Shared paths added, changed or removed here since the last synced generation.
+
+    With `signature` (state.json's, taken before `state` was read) the look is remembered
+    for the next status (`roam_core.engine.memo`).
+    """
+    started = time.time_ns()
     state = state or session.require_state()
     # digests and modes straight from state.json: no FileEntry per path on this hot path
     base = {rel: (entry.get("sha256"), entry.get("mode")) for rel, entry in state.base.items()}
     scope = session.scope
     files = list_shared(scope, state.projections)
+    seen = {rel: item.signature for rel, item in files.items()}
     cache = StatCache(session.state_dir / "cache")
     fill_digests(files, cache, tuple(getattr(scope, "host_keys", ())))
     cache.save(files)
@@ -32,13 +40,22 @@ def local_changes(session: Session, state: LocalState | None = None) -> dict[str
     unseen = set(state.unseen)  # hidden by rules until now: never here, so not removed
     removed = sorted(rel for rel in base if rel not in files and rel not in unseen
                      and scope.classify(rel) is Scope.SHARED)
-    return {"added": added, "changed": changed, "removed": removed}
+    changes = {"added": added, "changed": changed, "removed": removed}
+    if signature is not None:
+        memo.remember(session, state, signature, started, getattr(scope, "folders", []),
+                      seen, changes)
+    return changes
 
 
 def status(session: Session) -> dict[str, Any]:
     """Local and remote generation, ahead/behind, dirty paths; `reachable` False on failure."""
-    state = session.require_state()
-    changes = local_changes(session, state)
+    remembered = memo.recall(session)
+    if remembered is not None:  # nothing it depends on changed since the last full look
+        state, changes = remembered
+    else:
+        signature = memo.state_signature(session)
+        state = session.require_state()
+        changes = local_changes(session, state, signature=signature)
     dirty = sum(len(paths) for paths in changes.values())
     report: dict[str, Any] = {
         "root": str(session.root), "device": state.device,

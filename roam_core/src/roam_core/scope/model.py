@@ -14,6 +14,7 @@ device's setting of that name is true.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -76,6 +77,8 @@ class ScopeModel:
         self.host_keys: tuple[str, ...] = tuple(host_keys)
         self.rules_file = rules_file
         self.skipped: list[tuple[str, str]] = []
+        #: the folders the last walk listed, with their lstat before the listing
+        self.folders: list[tuple[str, os.stat_result]] = []
         self._hard = [_compile(rule, "core", "hard", ignore_case=True) for rule in hard]
         self._user = list(user)
         self._providers: list[tuple[str, list[Rule]]] = []
@@ -93,6 +96,15 @@ class ScopeModel:
         self._chain = Chain.at_root(self._hard, self._user,
                                     [rules for _name, rules in self._providers])
         self._chains = ChainCache(self._chain)
+
+    def fingerprint(self) -> str:
+        """A digest of everything the classification depends on besides the path itself."""
+        import hashlib
+
+        rules = [[rule.pattern, rule.scope.value, rule.reason, rule.source, rule.layer,
+                  rule.tier, rule.active] for rule in self.rules()]
+        text = json.dumps([rules, self.host_keys, self._tiers], default=str)
+        return hashlib.sha256(text.encode()).hexdigest()
 
     # -- classification ------------------------------------------------------------------
 
@@ -173,7 +185,8 @@ class ScopeModel:
         from roam_core.scope.walk import walk_shared
 
         self.skipped = []
-        entries = walk_shared(self.root, self._chain, self.skipped)
+        self.folders = []
+        entries = walk_shared(self.root, self._chain, self.skipped, self.folders)
         yield from sorted(entries, key=lambda entry: entry.rel)
 
 

@@ -144,7 +144,7 @@ class Glob:
     segments: tuple[str, ...] = field(init=False)
     directory: bool = field(init=False)
     source: str = field(init=False, repr=False, compare=False)
-    _regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    _regex: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
     #: answers per automaton state set; a pattern has only a handful of distinct sets, so
     #: these stay small however many folders a walk visits
     _relations: dict[frozenset[int], Relation] = field(
@@ -157,15 +157,28 @@ class Glob:
         if directory:
             # `dir/` matches every path with at least one segment below `dir`
             segments = (*segments, "*", "**")
-        flags = re.DOTALL | (re.IGNORECASE if self.ignore_case else 0)
         object.__setattr__(self, "segments", segments)
         object.__setattr__(self, "directory", directory)
         object.__setattr__(self, "source", _translate(segments))
-        object.__setattr__(self, "_regex", re.compile(self.source + r"\Z", flags))
+        object.__setattr__(self, "_regex", None)
+        if "[" in self.pattern:  # only a bracket can be malformed: say so when it is read
+            self._compiled()
+
+    def _compiled(self) -> re.Pattern[str]:
+        # compiled on first use: most rules of a command are never asked about a whole path
+        found = self._regex
+        if found is None:
+            flags = re.DOTALL | (re.IGNORECASE if self.ignore_case else 0)
+            try:
+                found = re.compile(self.source + r"\Z", flags)
+            except re.error as error:
+                raise PatternError(f"pattern {self.pattern!r}: {error}") from None
+            object.__setattr__(self, "_regex", found)
+        return found
 
     def matches(self, rel: str) -> bool:
         """Whether the relative POSIX path `rel` (a file) matches."""
-        return self._regex.match(rel) is not None
+        return self._compiled().match(rel) is not None
 
     # The pattern as an automaton over folder names: a walk carries each pattern's state set
     # from a folder to its subfolders, one step per level, instead of re-reading the path.

@@ -46,8 +46,13 @@ def _would_share(rules: Chain, name: str) -> bool:
         or rules.narrow(name).shareable()
 
 
-def walk_shared(root: Path, chain: Chain, skipped: list[tuple[str, str]]) -> list[Entry]:
-    """Every shared regular file below `root` (unsorted), recording what was skipped."""
+def walk_shared(root: Path, chain: Chain, skipped: list[tuple[str, str]],
+                folders: list[tuple[str, os.stat_result]] | None = None) -> list[Entry]:
+    """Every shared regular file below `root` (unsorted), recording what was skipped.
+
+    `folders`, when given, receives each folder listed (relative, no trailing slash) with
+    its `lstat` taken before the listing.
+    """
     from roam_core.scope.model import Entry
 
     found: list[Entry] = []
@@ -55,6 +60,8 @@ def walk_shared(root: Path, chain: Chain, skipped: list[tuple[str, str]]) -> lis
     while pending:
         prefix, folder, rules = pending.pop()
         try:
+            if folders is not None:
+                folders.append((prefix[:-1], os.lstat(folder)))
             with os.scandir(folder) as listing:
                 items = list(listing)
         except FileNotFoundError:

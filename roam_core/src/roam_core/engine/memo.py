@@ -1,0 +1,130 @@
+"""A remembered `roam status`: when nothing it looked at has changed, it is not worked out again.
+
+A full look costs reading state.json (every path of the last generation with its blob
+references), the stat cache, one scope decision per name and one `lstat` per shared file.
+Most of the time none of it changed. The memo (`roam/cache/status.json`) records what the last
+full look saw and found: the signature of state.json, a fingerprint of the scope rules, the
+signature of every folder it listed and of every shared file, this device's record without
+its generation entries, and the changes. A later status whose signatures all still match
+returns those changes after one `lstat` per folder and per file.
+
+A folder's signature (mtime, ctime, inode) changes whenever a name in it is added, removed or
+renamed, which is what git's untracked cache relies on too; a file's changes with its size,
+mtime, inode or ctime, as for the stat cache. The clock behind those times is coarse, so a
+folder or file changed within `RACY_NS` of the look is recorded as unknown and never matches
+(git's "racy" entries): a change made in the same tick as the look cannot be missed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterable
+from dataclasses import fields
+from typing import Any
+
+from roam_core import __version__
+from roam_core.engine.fs import write_atomic
+from roam_core.engine.state import STATE_FILE, LocalState
+
+MEMO_FILE = "status.json"
+VERSION = 2
+#: Anything changed this close to the look is recorded as unknown.
+RACY_NS = 2_000_000_000
+_HEAVY = ("base", "projections")
+
+
+def file_signature(path: str) -> list[int] | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
+
+
+
+
+def _key(session: Any, scope: Any, state_signature: list[int] | None) -> list[Any] | None:
+    fingerprint = getattr(scope, "fingerprint", None)
+    if fingerprint is None or state_signature is None:
+        return None  # a scope that cannot say what it decides on is looked at every time
+    return [__version__, sys.version, str(session.root), state_signature, fingerprint()]
+
+
+def state_signature(session: Any) -> list[int] | None:
+    """Taken before state.json is read: a later change then makes the memo stale, not wrong."""
+    return file_signature(str(session.state_dir / STATE_FILE))
+
+
+def recall(session: Any) -> tuple[LocalState, dict[str, list[str]]] | None:
+    """This device's record (without its generation entries) and the changes, if still true."""
+    try:
+        data = json.loads((session.state_dir / "cache" / MEMO_FILE).read_bytes())
+        if data.get("v") != VERSION:
+            return None
+        key = _key(session, session.scope, state_signature(session))
+        if key is None or data["key"] != key:
+            return None
+        root = str(session.root)
+        lstat = os.lstat
+        for rel, signature, names, digest in data["folders"]:
+            folder = f"{root}/{rel}" if rel else root
+            st = lstat(folder)
+            if signature != [st.st_mtime_ns, st.st_ctime_ns, st.st_ino]:
+                return None
+            if names and _digest(map(lstat, [f"{folder}/{name}" for name in names])) != digest:
+                return None
+        state = LocalState(**data["state"])
+        changes = {name: list(paths) for name, paths in data["changes"].items()}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None  # no memo, a damaged one, or a file gone: the full look decides
+    return state, changes
+
+
+def remember(session: Any, state: LocalState, signature: list[int] | None, started_ns: int,
+             folders: list[tuple[str, os.stat_result]], files: dict[str, list[int]],
+             changes: dict[str, list[str]]) -> None:
+    """Record a full look that began at `started_ns` (wall clock, nanoseconds).
+
+    `folders` are the folders the walk listed, `files` the shared files' signatures
+    ([size, mtime, inode, ctime]) as the look saw them.
+    """
+    key = _key(session, session.scope, signature)
+    if key is None:
+        return
+    racy_after = started_ns - RACY_NS
+    named: dict[str, list[str]] = {}
+    for rel in files:
+        folder, _, name = rel.rpartition("/")
+        named.setdefault(folder, []).append(name)
+    entries = []
+    for rel, st in folders:
+        names = named.get(rel, [])
+        sigs = [files[f"{rel}/{name}" if rel else name] for name in names]
+        racy = max([st.st_mtime_ns, st.st_ctime_ns, *(max(s[1], s[3]) for s in sigs)])
+        entries.append([rel, None if racy >= racy_after else [st.st_mtime_ns, st.st_ctime_ns,
+                                                              st.st_ino],
+                        names, _digest_of(tuple(tuple(s) for s in sigs))])
+    record = {item.name: getattr(state, item.name) for item in fields(state)
+              if item.name not in _HEAVY}
+    data = {"v": VERSION, "key": key, "state": record, "changes": changes, "folders": entries}
+    try:
+        write_atomic(session.state_dir / "cache" / MEMO_FILE,
+                     json.dumps(data, separators=(",", ":")).encode())
+    except OSError:
+        pass  # only slower next time
+
+
+def _digest(stats: Iterable[os.stat_result]) -> int:
+    return _digest_of(tuple((st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+                            for st in stats))
+
+
+def _digest_of(signatures: tuple[tuple[int, ...], ...]) -> int:
+    """Python's hash of a tuple of integers, computed in C.
+
+    Stable between runs of one interpreter version (only str and bytes hashes are salted);
+    the memo's key names the version.
+    """
+    return hash(signatures)
