@@ -310,3 +310,42 @@ def test_hostile_manifest_paths_are_refused_before_writing(tmp_path: Path) -> No
         assert "unsafe path" in result.err
         assert not (tmp_path / "escape").exists()
         assert not b.exists("SOUL.md")
+
+
+def test_authentic_blobs_in_the_wrong_order_are_never_installed(tmp_path: Path) -> None:
+    """Each blob of a multi-blob file passes its own check; only the whole-file digest can
+    tell that they were reordered. The install must not rely on the writer re-hashing."""
+    from dataclasses import replace
+
+    from roam_backend_local import LocalBackend
+    from roam_core import crypto
+    from roam_core.store.objects import Head
+    from roam_core.store.repository import Repository
+
+    key = new_key()
+    store = tmp_path / "store"
+    store.mkdir()
+    settings = {"backend": "local", "local_dir": str(store)}
+    a = Device(tmp_path / "a", "a", settings, key)
+    a.write("SOUL.md", "soul\n")
+    big = os.urandom(5 * 1024 * 1024)  # two chunks
+    a.write("skills/big/asset.bin", big)
+    assert a.roam("init").code == 0 and a.roam("push").code == 0
+    b = Device(tmp_path / "b", "b", settings, key)
+    assert b.roam("init").code == 0
+    repo = Repository(LocalBackend(store), crypto.Keys.derive(crypto.parse_key(key)))
+    head = repo.read_head()
+    snapshot = repo.load_snapshot(head.snapshot)
+    manifest = repo.load_manifest(snapshot.root)
+    entry = manifest["skills/big/asset.bin"]
+    assert len(entry.blobs) == 2
+    manifest["skills/big/asset.bin"] = replace(entry, blobs=entry.blobs[::-1])
+    snap_id = repo.write_snapshot(replace(snapshot, generation=head.generation + 1,
+                                          parent=head.snapshot,
+                                          root=repo.write_manifest(manifest)))
+    repo.write_head(Head(head.generation + 1, snap_id, head.store, "evil", head.time),
+                    head.version)
+    result = b.roam("pull", "--apply")
+    assert result.code == 1, result.out
+    assert "integrity error" in result.err and "skills/big/asset.bin" in result.err
+    assert b.snapshot_bytes() == {"config.yaml": (b.root / "config.yaml").read_bytes()}

@@ -13,6 +13,7 @@ from pathlib import Path
 TEMP_PREFIX = ".roam-tmp-"
 _AT_FDCWD = -100
 _RENAME_NOREPLACE = 1
+_SYNC_FILE_RANGE_WRITE = 2
 
 
 def fsync_dir(path: Path) -> None:
@@ -86,3 +87,28 @@ def rename_noreplace(source: str, target: str) -> None:
             raise OSError(code, os.strerror(code), target)
     os.link(source, target)
     os.unlink(source)
+
+
+@functools.cache
+def _sync_file_range() -> Callable[..., int] | None:
+    import ctypes
+
+    try:
+        function = ctypes.CDLL(None, use_errno=True).sync_file_range
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+    function.restype = ctypes.c_int
+    return function  # type: ignore[no-any-return]
+
+
+def start_writeback(fd: int) -> None:
+    """Ask the kernel to start writing `fd`'s dirty pages now, without waiting.
+
+    An install syncs the file system before it renames anything; pages whose writeback
+    already began while later files were being written make that sync short.
+    Best effort: where the call is missing it does nothing.
+    """
+    function = _sync_file_range()
+    if function is not None:
+        function(fd, 0, 0, _SYNC_FILE_RANGE_WRITE)

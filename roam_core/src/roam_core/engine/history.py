@@ -128,7 +128,7 @@ def restore(session: Session, path: str, generation: int, *, apply: bool) -> dic
             op = cron_op
         else:
             op = Op(path, "write", entry.sha256, entry.mode, expect, _raw_sha(local),
-                    source=lambda: session.repo.iter_content(entry))
+                    source=session.repo.content_source(entry))
         Install(session.root, session.state_dir, [op]).run(state)
     result: dict[str, Any] = {"path": path, "generation": generation, "action": action,
                               "applied": apply, "size": entry.size, "sha256": entry.sha256}

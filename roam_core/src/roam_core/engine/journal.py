@@ -37,6 +37,7 @@ from roam_core.engine.fs import (
     ensure_private_dir,
     fsync_dir,
     rename_noreplace,
+    start_writeback,
     write_atomic,
 )
 from roam_core.engine.progress import ProgressSink
@@ -49,6 +50,8 @@ KILL_ENV = "ROAM_TEST_KILL_AT"
 PREFETCH_BYTES = 32 * 1024 * 1024
 #: How long closing waits for the prefetch thread (it may be inside one store read).
 PREFETCH_JOIN = 30.0
+#: Files at least this big have their writeback started as soon as they are written.
+WRITEBACK_MIN = 256 * 1024
 #: A waiting writer is woken when this many items or bytes are ready (or the reader ends).
 WAKE_ITEMS = 256
 WAKE_BYTES = 4 * 1024 * 1024
@@ -187,12 +190,15 @@ class _Prefetch:
         try:
             for op in self._ops:
                 assert op.source is not None
-                digest = hashlib.sha256()
+                # a store source checks the bytes against this digest itself as it reads
+                checked = op.sha256 is not None and getattr(op.source, "sha256", None) == op.sha256
+                digest = None if checked else hashlib.sha256()
                 for chunk in op.source():
-                    digest.update(chunk)
+                    if digest is not None:
+                        digest.update(chunk)
                     if not self._put(chunk, len(chunk)):
                         return
-                if not self._put(digest.hexdigest(), 0):
+                if not self._put(op.sha256 if digest is None else digest.hexdigest(), 0):
                     return
         except BaseException as failure:  # handed to the caller, raised there
             self._put(failure, 0)
@@ -392,6 +398,8 @@ class Install:
                                 "installed")
             if not exact:
                 os.fchmod(fd, op.mode)
+            if written >= WRITEBACK_MIN:
+                start_writeback(fd)
         finally:
             os.close(fd)
         return written

@@ -67,7 +67,7 @@ class Plan:
 
 
 def _remote_source(session: Session, entry: FileEntry) -> Any:
-    return lambda: session.repo.iter_content(entry)
+    return session.repo.content_source(entry)
 
 
 def _bytes_source(data: bytes) -> Any:

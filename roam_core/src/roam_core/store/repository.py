@@ -268,6 +268,10 @@ class Repository:
             raise IntegrityError(f"integrity error: {what} does not match its name")
         return data, digest
 
+    def content_source(self, entry: FileEntry) -> ContentSource:
+        """A re-readable source of the file's bytes that checks them against `entry`."""
+        return ContentSource(self, entry)
+
     def iter_content(self, entry: FileEntry) -> Iterator[bytes]:
         """The file's bytes, blob by blob; the whole-file digest is checked at the end."""
         if len(entry.blobs) == 1:
@@ -422,3 +426,19 @@ def _write_cache(path: Path, data: bytes) -> None:
         os.replace(temp, path)
     except OSError:
         pass  # a cache that cannot be written is only slower
+
+
+class ContentSource:
+    """A file's bytes from the store, each time it is called.
+
+    `sha256` is what the bytes are checked against while they are read (a mismatch raises
+    `IntegrityError`), so a consumer need not hash them again.
+    """
+
+    def __init__(self, repo: Repository, entry: FileEntry) -> None:
+        self._repo = repo
+        self._entry = entry
+        self.sha256 = entry.sha256
+
+    def __call__(self) -> Iterator[bytes]:
+        return self._repo.iter_content(self._entry)
