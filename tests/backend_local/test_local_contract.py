@@ -87,3 +87,36 @@ def test_no_temp_files_are_left_or_listed(tmp_path: Path) -> None:
 
 def test_identity_is_the_absolute_path(tmp_path: Path) -> None:
     assert LocalBackend(tmp_path).identity() == f"file://{tmp_path.absolute()}"
+
+
+def test_names_are_synced_once_per_folder_and_before_any_ref_moves(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An object's bytes are synced before it is linked; its folder is synced by `flush`,
+    which a ref swap runs before the ref changes, so HEAD never names a name a crash could
+    lose. New fan-out folders are synced in their parents too."""
+    import roam_backend_local.backend as module
+
+    events: list[str] = []
+    real_fsync_dir, real_replace = module._fsync_dir, os.replace
+    monkeypatch.setattr(module, "_fsync_dir",
+                        lambda path: (events.append(f"sync {Path(path).name}"),
+                                      real_fsync_dir(path))[1])
+    monkeypatch.setattr(os, "replace",
+                        lambda a, b: (events.append(f"replace {Path(b).name}"),
+                                      real_replace(a, b))[1])
+    root = tmp_path / "store"
+    root.mkdir()
+    backend = LocalBackend(root)
+    for number in range(20):
+        backend.put_new(f"trees/ab/{number:04d}", b"tree")
+    backend.put_new("snapshots/s1", b"snap")
+    assert events == []  # nothing synced per object
+    backend.swap_ref("HEAD", b"gen-1", None)
+    head = events.index("replace HEAD")
+    synced = {event for event in events[:head] if event.startswith("sync ")}
+    # each folder once: the objects' folders, and where new folders were made
+    assert synced >= {"sync ab", "sync snapshots", "sync trees", "sync objects"}
+    assert len(events[:head]) == len(synced)
+    events.clear()
+    backend.swap_ref("HEAD", b"gen-2", backend.read_ref("HEAD")[1])  # type: ignore[index]
+    assert not [event for event in events if event.startswith("sync ab")]  # already durable

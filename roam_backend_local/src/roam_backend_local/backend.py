@@ -3,7 +3,8 @@
 Layout under the root: `objects/<key>` (one file per object, created once by hard-linking a
 fully written and fsynced temp file, so a reader never sees a partial object and a second
 writer gets EEXIST), and `refs/<name>` whose first line is the version token, updated
-under an exclusive `flock` on `refs/<name>.lock` after comparing that token.
+under an exclusive `flock` on `refs/<name>.lock` after comparing that token. The folders
+that received objects are synced by `flush`, which every ref swap does first.
 """
 
 from __future__ import annotations
@@ -69,12 +70,43 @@ class LocalBackend(Backend):
         self.refs = self.root / "refs"
         self._open: OrderedDict[str, int] = OrderedDict()
         self._open_lock = threading.Lock()
+        #: folders whose new entries are not yet durable (see `flush`)
+        self._unsynced: set[Path] = set()
+        self._unsynced_lock = threading.Lock()
+        self._folders: set[Path] = set()
 
     def _ensure(self, directory: Path) -> None:
+        if directory in self._folders:
+            return
+        missing: list[Path] = []
+        current = directory
+        while not current.is_dir():
+            missing.append(current)
+            current = current.parent
         try:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise _os_error(f"create {directory}", error) from None
+        with self._unsynced_lock:  # a new folder's own name must last too
+            self._unsynced.update(folder.parent for folder in missing)
+        self._folders.add(directory)
+
+    def flush(self) -> None:
+        """Sync the folders this instance added objects to since the last flush.
+
+        Each object's bytes are synced before it is linked into place, so an object that
+        exists is complete; its name becomes durable here, once per folder instead of once
+        per object (a first push writes thousands of trees into 256 folders).
+        """
+        with self._unsynced_lock:
+            folders, self._unsynced = self._unsynced, set()
+        try:
+            for folder in sorted(folders, key=lambda path: len(path.parts), reverse=True):
+                _fsync_dir(folder)
+        except OSError as error:
+            with self._unsynced_lock:
+                self._unsynced.update(folders)
+            raise _os_error("sync the store", error) from None
 
     def get(self, key: str, offset: int = 0, length: int | None = None) -> bytes:
         path = self.objects / validate_key(key)
@@ -132,12 +164,18 @@ class LocalBackend(Backend):
         path = self.objects / validate_key(key)
         self._ensure(path.parent)
         try:
-            temp = _write_temp(path.parent, data)
+            try:
+                temp = _write_temp(path.parent, data)
+            except FileNotFoundError:  # the folder went away since we made it
+                self._folders.discard(path.parent)
+                self._ensure(path.parent)
+                temp = _write_temp(path.parent, data)
             try:
                 os.link(temp, path)
             finally:
                 temp.unlink()
-            _fsync_dir(path.parent)
+            with self._unsynced_lock:  # the name lasts at the next flush (or ref swap)
+                self._unsynced.add(path.parent)
         except FileExistsError:
             raise ObjectExists(key) from None
         except OSError as error:
@@ -176,6 +214,7 @@ class LocalBackend(Backend):
 
     def swap_ref(self, name: str, data: bytes, expected_version: str | None) -> str:
         path = self.refs / validate_ref(name)
+        self.flush()  # a ref never names an object a crash could still lose
         self._ensure(self.refs)
         try:
             lock_fd = os.open(self.refs / f"{name}.lock", os.O_RDWR | os.O_CREAT, 0o600)

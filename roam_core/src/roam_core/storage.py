@@ -86,6 +86,15 @@ class Backend(abc.ABC):
     def identity(self) -> str:
         """The remote's name, stable across devices, with every credential stripped."""
 
+    def flush(self) -> None:
+        """Make every object this instance has created durable, before anything names them.
+
+        Core calls it after storing a pack and before storing the index that names it, and
+        `swap_ref` MUST imply it: nothing a ref points to may be lost to a crash. A backend
+        whose `put_new` is durable when it returns keeps this default, which does nothing.
+        """
+        return None
+
     def ping(self) -> None:
         """Check the remote answers; raise a `BackendError` with the real error if not."""
         self.read_ref("HEAD")
@@ -163,6 +172,10 @@ class GuardedBackend(Backend):
 
     def identity(self) -> str:
         return self.inner.identity()
+
+    def flush(self) -> None:
+        self._check()
+        self.inner.flush()
 
     def ping(self) -> None:
         self._check()

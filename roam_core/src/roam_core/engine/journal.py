@@ -198,7 +198,7 @@ class _Prefetch:
                         digest.update(chunk)
                     if not self._put(chunk, len(chunk)):
                         return
-                if not self._put(op.sha256 if digest is None else digest.hexdigest(), 0):
+                if not self._put(digest.hexdigest() if digest is not None else str(op.sha256), 0):
                     return
         except BaseException as failure:  # handed to the caller, raised there
             self._put(failure, 0)

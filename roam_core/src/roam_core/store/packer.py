@@ -144,6 +144,8 @@ class Packer:
         refs = [(blob_id, pack, offset, length) for blob_id, offset, length in offsets]
         put_once(self.repo.backend, pack, data)
         # the index names blobs as present, so it is written only once its pack is stored
+        # for good
+        self.repo.backend.flush()
         self.repo.write_index(pack, refs)
         with self._lock:
             self.locations.update({ref[0]: ref for ref in refs})

@@ -248,6 +248,19 @@ class BackendContract:
         assert reader.get("packs/visible") == b"pack"
         assert "packs/visible" in set(reader.list("packs/"))
 
+    def test_flush_keeps_every_object_and_may_be_repeated(
+        self, backend_factory: BackendFactory
+    ) -> None:
+        writer = backend_factory()
+        writer.put_new("packs/flushed", b"pack")
+        writer.flush()
+        writer.flush()
+        writer.put_new("indexes/after", b"index")
+        _publish(writer)
+        reader = backend_factory()
+        assert reader.get("packs/flushed") == b"pack"
+        assert reader.get("indexes/after") == b"index"
+
     def test_ref_race_has_exactly_one_winner(self, backend_factory: BackendFactory) -> None:
         setup = backend_factory()
         base = setup.swap_ref("HEAD", b"base", None)
