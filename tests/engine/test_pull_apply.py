@@ -242,33 +242,39 @@ def test_target_replaced_by_symlink_between_plan_and_apply(make_device, monkeypa
     assert (b.root / "SOUL.md").is_symlink()
 
 
-@pytest.mark.parametrize("renameat2", [True, False], ids=["renameat2", "link-fallback"])
+@pytest.mark.parametrize("renameat2", [True, False], ids=["renameat2", "fallback"])
+@pytest.mark.parametrize(("rel", "named"), [
+    ("skills/one/extra.md", "skills/one/extra.md"),  # a new file in a folder that exists
+    ("skills/three/SKILL.md", "skills/three"),  # a new folder, staged whole, placed once
+], ids=["file", "folder"])
 def test_new_file_that_appears_before_install_is_never_replaced(
-        make_device, monkeypatch, renameat2: bool) -> None:
+        make_device, monkeypatch, renameat2: bool, rel: str, named: str) -> None:
     from roam_core.engine import fs, journal
 
     a, b = _start(make_device)
     a.write("SOUL.md", "soul v2\n")
-    a.write("skills/three/SKILL.md", "three from a\n")
+    a.write(rel, "from a\n")
     assert a.roam("push").code == 0
     before = b.snapshot_bytes()
-    if not renameat2:  # a C library or file system without renameat2: link, then unlink
+    if not renameat2:  # a C library or file system without renameat2
         monkeypatch.setattr(fs, "_renameat2", lambda: None)
     real = journal.kill_point
 
     def appear(name: str) -> None:
         if name == "journal:synced":  # staged, nothing renamed yet: a file takes the name
-            (b.root / "skills/three/SKILL.md").write_text("written here meanwhile\n")
+            (b.root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (b.root / rel).write_text("written here meanwhile\n")
         real(name)
 
     monkeypatch.setattr(journal, "kill_point", appear)
     result = b.roam("pull", "--apply")
     assert result.code == 1
-    assert "skills/three/SKILL.md changed while installing (it appeared)" in result.err
-    assert b.read("skills/three/SKILL.md") == "written here meanwhile\n"
+    assert f"{named} changed while installing (it appeared)" in result.err
+    assert b.read(rel) == "written here meanwhile\n"
     after = b.snapshot_bytes()
-    assert after.pop("skills/three/SKILL.md") == b"written here meanwhile\n"
-    assert after == before  # SOUL.md rolled back too, no temp file left
+    assert after.pop(rel) == b"written here meanwhile\n"
+    assert after == before  # SOUL.md rolled back too
+    assert not [p for p in b.root.rglob("*") if ".roam-tmp-" in p.name]
     assert not (b.root / "roam" / "journal.json").exists()
 
 

@@ -73,7 +73,7 @@ def rename_noreplace(source: str, target: str) -> None:
 
     One `renameat2(RENAME_NOREPLACE)` call: no check-then-rename window, and no `lstat`.
     Where the C library or the file system lacks it, a hard link (which never replaces)
-    and an unlink do the same in two steps.
+    and an unlink do the same in two steps; a folder is looked for, then renamed.
     """
     function = _renameat2()
     if function is not None:
@@ -85,6 +85,11 @@ def rename_noreplace(source: str, target: str) -> None:
         code = ctypes.get_errno()
         if code not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
             raise OSError(code, os.strerror(code), target)
+    if os.path.isdir(source):  # a folder cannot be hard-linked: look, then rename
+        if os.path.lexists(target):
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), target)
+        os.rename(source, target)
+        return
     os.link(source, target)
     os.unlink(source)
 

@@ -2,9 +2,11 @@
 
 Order of work (docs/decisions.md, "Installs"):
 1. the journal is written (phase `staging`) naming every target, temp and backup path;
-2. new contents go to temp files beside their targets, replaced files are copied to
+2. new contents go to temp files beside their targets, except that a folder which does
+   not exist yet is built whole under a temp name beside it; replaced files are copied to
    `roam/backups/<stamp>/`, and the file system is synced;
-3. phase `installing`: temps are renamed over their targets, deletions unlinked, synced;
+3. phase `installing`: temps are renamed over their targets, each new folder renamed into
+   place once (so it appears complete), deletions unlinked, synced;
 4. the commit point: state.json, naming this install's stamp, replaces the old one; then
    the journal goes away.
 A crash before the commit point is rolled back by the next command, a crash after it rolled
@@ -100,6 +102,8 @@ class Op:
     source: Callable[[], Iterator[bytes]] | None = field(default=None, repr=False)
     temp: str | None = None
     backup: str | None = None
+    #: the missing folder this new file arrives in with its whole staged tree, if any
+    folder: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {"rel": self.rel, "action": self.action, "sha256": self.sha256,
@@ -289,6 +293,9 @@ class Install:
         self.stamp = _stamp()
         self.backup_dir = state_dir / "backups" / self.stamp
         self.created_dirs: list[str] = []
+        #: missing folder (relative) -> the temp folder its new files are staged in
+        self.staged: dict[str, str] = {}
+        self._made: set[str] = set()
         self._umask = _umask()
         self._ops_json: str | None = None
         self._checked_dirs: set[str] = set()
@@ -297,7 +304,7 @@ class Install:
         if self._ops_json is None:  # the same in both phases: encoded once
             self._ops_json = json.dumps([op.as_json() for op in self.ops])
         data = {"v": 1, "phase": phase, "stamp": self.stamp, "backup_dir": str(self.backup_dir),
-                "created_dirs": self.created_dirs}
+                "created_dirs": self.created_dirs, "staged": self.staged}
         text = f'{json.dumps(data)[:-1]}, "ops": {self._ops_json}}}'
         write_atomic(self.state_dir / JOURNAL, text.encode())
 
@@ -313,9 +320,22 @@ class Install:
     def _run(self, new_state: LocalState) -> None:
         ensure_private_dir(self.state_dir)
         root = str(self.root)
+        known: dict[str, bool] = {}
         for index, op in enumerate(self.ops):
-            op.temp = os.path.join(root, os.path.dirname(op.rel),
-                                   f"{TEMP_PREFIX}{self.stamp}-{index}")
+            folder = _missing_folder(root, op.rel, known) \
+                if op.action == "write" and op.expect is None else None
+            if folder is None:
+                op.temp = os.path.join(root, os.path.dirname(op.rel),
+                                       f"{TEMP_PREFIX}{self.stamp}-{index}")
+            else:
+                # a folder that is not there yet is staged whole under a temp name and
+                # renamed into place once: its files never need a rename of their own
+                staged = self.staged.get(folder)
+                if staged is None:
+                    staged = self.staged[folder] = os.path.join(
+                        root, os.path.dirname(folder), f"{TEMP_PREFIX}{self.stamp}-d{index}")
+                op.temp = staged + op.rel[len(folder):]
+                op.folder = folder
             if op.expect is not None:
                 op.backup = str(self.backup_dir / op.rel)
         try:  # a failed journal write is rolled back like any other step
@@ -325,8 +345,13 @@ class Install:
             syncfs(self.root)
             kill_point("journal:synced")
             self._journal("installing")
+            placed: set[str] = set()
             for number, op in enumerate(self.ops):
-                self._apply(op)
+                if op.folder is None:
+                    self._apply(op)
+                elif op.folder not in placed:
+                    self._place(op.folder)
+                    placed.add(op.folder)
                 kill_point(f"journal:op:{number}")
             syncfs(self.root)
             kill_point("journal:installed")
@@ -353,7 +378,8 @@ class Install:
         except (OSError, ValueError, KeyError):
             phase = "installing"
         return {"phase": phase, "ops": [op.as_json() for op in self.ops],
-                "created_dirs": self.created_dirs, "backup_dir": str(self.backup_dir)}
+                "created_dirs": self.created_dirs, "backup_dir": str(self.backup_dir),
+                "staged": self.staged}
 
     def _stage(self) -> None:
         prefetch = _Prefetch([op for op in self.ops if op.action == "write"])
@@ -363,7 +389,10 @@ class Install:
                     _check_target(self.root, op)
                 # a new file is not looked for: installing it fails if anything is there
                 if op.action == "write":
-                    _safe_parent(self.root, op.rel, self.created_dirs, self._checked_dirs)
+                    if op.folder is None:
+                        _safe_parent(self.root, op.rel, self.created_dirs, self._checked_dirs)
+                    else:
+                        self._staged_parent(op)
                     written = self._write_temp(op, prefetch.next_content())
                     if self.progress is not None:
                         self.progress.advance(written, files=1)
@@ -403,6 +432,24 @@ class Install:
         finally:
             os.close(fd)
         return written
+
+    def _staged_parent(self, op: Op) -> None:
+        """Make the folders of a staged file inside its temp tree (ours: nothing to check)."""
+        assert op.folder is not None and op.temp is not None
+        inner = op.rel[len(op.folder):].split("/")[1:-1]
+        for depth in range(len(inner) + 1):
+            rel = "/".join([op.folder, *inner[:depth]])
+            if rel not in self._made:
+                os.mkdir(self.staged[op.folder] + rel[len(op.folder):], 0o755)
+                self._made.add(rel)
+                self.created_dirs.append(rel)  # by its final name, for a rollback
+
+    def _place(self, folder: str) -> None:
+        try:
+            rename_noreplace(self.staged[folder], os.path.join(self.root, folder))
+        except FileExistsError:
+            raise UserError(f"{folder} changed while installing (it appeared); nothing was "
+                            "installed") from None
 
     def _apply(self, op: Op) -> None:
         target = os.path.join(self.root, op.rel)
@@ -450,12 +497,46 @@ def rollback(root: Path, state_dir: Path, journal: dict[str, Any]) -> str:
     for rel in reversed(journal.get("created_dirs", [])):
         with contextlib.suppress(OSError):
             (root / rel).rmdir()
+    for staged in dict(journal.get("staged") or {}).values():
+        _remove_folders(Path(staged))  # what was never placed: empty once temps are gone
     with contextlib.suppress(OSError):
         syncfs(root)
     if unrecoverable:
         return ("could not prove these were restorable, left as they are: "
                 + ", ".join(sorted(unrecoverable)))
     return ""
+
+
+def _remove_folders(top: Path) -> None:
+    """Remove `top` and the folders below it, deepest first; a file stops it (kept)."""
+    for folder, _subfolders, _files in os.walk(top, topdown=False):
+        with contextlib.suppress(OSError):
+            os.rmdir(folder)
+
+
+def _missing_folder(root: str, rel: str, known: dict[str, bool]) -> str | None:
+    """The topmost folder of `rel` that does not exist yet, or None when all do.
+
+    `known` remembers each folder looked at (one `lstat` per folder for the whole install).
+    A folder path holding something else than a folder (a file, a symlink) is refused.
+    """
+    parts = rel.split("/")[:-1]
+    for index in range(len(parts)):
+        folder = "/".join(parts[: index + 1])
+        found = known.get(folder)
+        if found is None:
+            try:
+                st = os.lstat(os.path.join(root, folder))
+            except FileNotFoundError:
+                found = False
+            else:
+                if not stat_module.S_ISDIR(st.st_mode):
+                    raise UserError(f"cannot install {rel}: {folder} is not a folder")
+                found = True
+            known[folder] = found
+        if not found:
+            return folder
+    return None
 
 
 def _committed(state_dir: Path, stamp: object) -> bool:
