@@ -37,8 +37,11 @@ def run(cmd: list[str], env: dict[str, str], *, cwd: Path | None = None,
     """Run `cmd`; its wall time and its own peak RSS, read by a small launcher process.
 
     (Reaped from this harness directly, a command would report the harness's peak RSS too:
-    see `roam_core.testing.rss`.)
+    see `roam_core.testing.rss`.) The file systems are synced first, untimed: a command
+    pays for writing back what it wrote, never for what the previous one left dirty (restic
+    does not sync, so its restore left 500 MB for roam's next sync to write).
     """
+    os.sync()
     log_out = Path(tempfile.gettempdir()) / f"bench-out-{os.getpid()}.txt"
     log_err = log_out.with_suffix(".err")
     with log_out.open("w") as out_handle, log_err.open("w") as err_handle:

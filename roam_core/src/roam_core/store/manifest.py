@@ -13,7 +13,7 @@ from roam_core.errors import IntegrityError
 BlobRef = tuple[str, str, int, int]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_HEX64 = re.compile(r"[0-9a-f]{64}")
 MAX_PATH = 4096
 
 
@@ -43,9 +43,9 @@ class FileEntry:
                         str(data.get("scope", "shared")), blobs)
         except (KeyError, TypeError, ValueError, IndexError, OverflowError):  # int(inf)
             raise IntegrityError(f"integrity error: {what} has a malformed entry") from None
-        if entry.size < 0 or not _HEX64.match(entry.sha256) or entry.mode & ~0o777:
+        if entry.size < 0 or not _HEX64.fullmatch(entry.sha256) or entry.mode & ~0o777:
             raise IntegrityError(f"integrity error: {what} has a malformed entry for {path!r}")
-        if sum(ref[3] for ref in blobs) < 0 or any(ref[2] < 0 or ref[3] < 0 for ref in blobs):
+        if any(ref[2] < 0 or ref[3] < 0 for ref in blobs):
             raise IntegrityError(f"integrity error: {what} has a malformed blob reference")
         return entry
 

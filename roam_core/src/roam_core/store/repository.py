@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -408,9 +409,11 @@ def _write_known(path: Path, lines: list[str], *, append: bool) -> None:
         pass  # a cache that cannot be written is only slower
 
 
+_ID = re.compile(r"[0-9a-f]{64}")
+
+
 def _is_id(object_id: object) -> bool:
-    return isinstance(object_id, str) and len(object_id) == 64 and all(
-        c in "0123456789abcdef" for c in object_id)
+    return isinstance(object_id, str) and _ID.fullmatch(object_id) is not None
 
 
 def _check_id(object_id: str, what: str) -> None:
