@@ -33,3 +33,25 @@ def test_a_well_formed_entry_reads_back() -> None:
 def test_a_malformed_field_is_an_integrity_error(field: str, value: Any) -> None:
     with pytest.raises(IntegrityError, match="tree t has a malformed"):
         FileEntry.from_json("SOUL.md", {**GOOD, field: value}, "tree t")
+
+
+@pytest.mark.parametrize("data", [
+    GOOD,
+    {**GOOD, "size": True},  # JSON has no bools for sizes, but a hand-edited file might
+    {**GOOD, "sha256": int("1" * 64)},
+    {**GOOD, "blobs": [[1, "packs/x", 0, 3]]},
+    {**GOOD, "blobs": [("cd" * 32, "packs/x", 0, 3)]},
+    {key: value for key, value in GOOD.items() if key != "scope"},
+    {**GOOD, "extra": 1},
+])
+def test_as_json_is_what_from_json_read_or_a_faithful_rebuild(data: dict[str, Any]) -> None:
+    """An entry keeps the dict it was read from only when rebuilding would give it back."""
+    try:
+        entry = FileEntry.from_json("SOUL.md", data, "tree t")
+    except IntegrityError:
+        return  # refused outright is fine too
+    rebuilt = {"size": entry.size, "mode": entry.mode, "sha256": entry.sha256,
+               "scope": entry.scope, "blobs": [list(ref) for ref in entry.blobs]}
+    assert entry.as_json() == rebuilt
+    assert all(type(a) is type(b) for a, b in zip(entry.as_json().values(), rebuilt.values(),
+                                                   strict=True))

@@ -119,7 +119,8 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
             continue  # vanished while we looked
         kept = _reusable(item, reference)
         if kept is not None:
-            manifest[rel] = FileEntry(rel, kept.size, kept.mode, kept.sha256, "shared", kept.blobs)
+            manifest[rel] = kept if kept.scope == "shared" and kept.path == rel else \
+                FileEntry(rel, kept.size, kept.mode, kept.sha256, "shared", kept.blobs)
         else:
             to_send.append(item)
             (result.changed if rel in reference else result.added).append(rel)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from roam_core.errors import IntegrityError
@@ -15,6 +15,7 @@ BlobRef = tuple[str, str, int, int]
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 MAX_PATH = 4096
+_JSON_KEYS = {"size", "mode", "sha256", "scope", "blobs"}
 
 
 @dataclass(frozen=True)
@@ -27,11 +28,17 @@ class FileEntry:
     sha256: str
     scope: str
     blobs: tuple[BlobRef, ...]
+    #: the JSON form this entry was read from, when it is exactly what `as_json` would give
+    #: (state.json holds 20,000 of them; a push rewrites them unchanged)
+    _json: dict[str, Any] | None = field(default=None, repr=False, compare=False)
 
     def same_content(self, other: FileEntry | None) -> bool:
         return other is not None and other.sha256 == self.sha256 and other.mode == self.mode
 
     def as_json(self) -> dict[str, Any]:
+        """The entry as JSON; shared with the entry it was read from: never mutate it."""
+        if self._json is not None:
+            return self._json
         return {"size": self.size, "mode": self.mode, "sha256": self.sha256, "scope": self.scope,
                 "blobs": [list(ref) for ref in self.blobs]}
 
@@ -47,7 +54,20 @@ class FileEntry:
             raise IntegrityError(f"integrity error: {what} has a malformed entry for {path!r}")
         if any(ref[2] < 0 or ref[3] < 0 for ref in blobs):
             raise IntegrityError(f"integrity error: {what} has a malformed blob reference")
+        if _exact(data):
+            object.__setattr__(entry, "_json", data)  # as_json would rebuild exactly this
         return entry
+
+
+def _exact(data: Mapping[str, Any]) -> bool:
+    """Whether `data` (already validated) is exactly what `as_json` would give back."""
+    return (type(data) is dict and data.keys() == _JSON_KEYS
+            and type(data["size"]) is int and type(data["mode"]) is int
+            and type(data["sha256"]) is str and type(data["scope"]) is str
+            and type(data["blobs"]) is list
+            and all(type(ref) is list and len(ref) == 4 and type(ref[0]) is str
+                    and type(ref[1]) is str and type(ref[2]) is int and type(ref[3]) is int
+                    for ref in data["blobs"]))
 
 
 Manifest = dict[str, FileEntry]
