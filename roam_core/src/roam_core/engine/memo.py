@@ -43,8 +43,6 @@ def file_signature(path: str) -> list[int] | None:
     return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
 
 
-
-
 def _key(session: Any, scope: Any, state_signature: list[int] | None) -> list[Any] | None:
     fingerprint = getattr(scope, "fingerprint", None)
     if fingerprint is None or state_signature is None:
