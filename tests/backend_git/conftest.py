@@ -1,4 +1,4 @@
-"""Real git remotes for the git backend's tests: file://, git daemon and smart HTTP."""
+"""Real git remotes for the git backend's tests: file://, git daemon, smart HTTP and ssh."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 
 from roam_backend_git.backend import GitBackend
 from roam_backend_git.config import parse_settings
-from support.git_remotes import bare_repo, file_url, git_daemon, smart_http
+from support.git_remotes import bare_repo, ensure_sshd, file_url, git_daemon, smart_http, ssh_server
 
-TRANSPORTS = ("file", "daemon", "http")
+TRANSPORTS = ("file", "daemon", "http", "ssh")
 
 
 @pytest.fixture(scope="session")
@@ -32,10 +32,28 @@ def http_base(served_root: Path) -> Iterator[str]:
         yield base
 
 
+@pytest.fixture(scope="session")
+def ssh_base(served_root: Path) -> Iterator[tuple[str, str]]:
+    """A real sshd on 127.0.0.1 (installed with apt when missing) and its GIT_SSH_COMMAND."""
+    why = ensure_sshd()
+    if why is not None:
+        pytest.skip(why)
+    with ssh_server(served_root.parent / "ssh-keys") as found:
+        yield found
+
+
 def new_remote(transport: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A fresh empty repository reachable over `transport`; returns its URL."""
+    """A fresh empty repository reachable over `transport`; returns its URL.
+
+    For ssh, the test's environment gets the GIT_SSH_COMMAND carrying the test key, as a
+    user's shell would (roam keeps that variable for git and adds its own options).
+    """
     if transport == "file":
         return file_url(bare_repo(tmp_path / "remote"))
+    if transport == "ssh":
+        base, command = request.getfixturevalue("ssh_base")
+        request.getfixturevalue("monkeypatch").setenv("GIT_SSH_COMMAND", command)
+        return base + str(bare_repo(request.getfixturevalue("served_root")))
     root = request.getfixturevalue("served_root")
     base = request.getfixturevalue("daemon_base" if transport == "daemon" else "http_base")
     return base + bare_repo(root).name

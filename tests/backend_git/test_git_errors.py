@@ -157,3 +157,24 @@ def test_credentials_in_the_url_work_but_never_show(guarded_http: tuple[str, str
     with pytest.raises(BackendError) as caught:
         open_backend(url.replace(name, "missing.git")).read_ref("HEAD")
     _assert_one_line(caught.value, "s3cret-pw-81")
+
+
+def test_an_ssh_key_the_server_refuses_is_an_authentication_error(
+        ssh_base: tuple[str, str], served_root: Path, open_backend: Opener,
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """BatchMode: no prompt, no hang; one line that says authentication, naming no key."""
+    import subprocess
+
+    base, command = ssh_base
+    stranger = tmp_path / "stranger"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(stranger)],
+                   check=True, capture_output=True, timeout=30)
+    monkeypatch.setenv("GIT_SSH_COMMAND", command.replace(
+        command.split(" -i ", 1)[1].split(" ", 1)[0], str(stranger)))
+    url = base + str(bare_repo(served_root))
+    started = time.monotonic()
+    with pytest.raises(BackendError) as caught:
+        open_backend(url).read_ref("HEAD")
+    assert time.monotonic() - started < 30
+    assert not isinstance(caught.value, TransientBackendError)
+    assert "authentication" in _assert_one_line(caught.value, str(stranger))

@@ -1,6 +1,6 @@
 """Real git remotes on disk and on 127.0.0.1, for any suite to start.
 
-Three transports and a blackhole, each a context manager that stops its process by PID::
+Four transports and a blackhole, each a context manager that stops its process by PID::
 
     repo = bare_repo(tmp_path)                       # file://
     url = file_url(repo)
@@ -12,6 +12,10 @@ Three transports and a blackhole, each a context manager that stops its process 
         url = base + bare_repo(root, "store.git").name
     with smart_http(root, auth=("user", "pass")) as base:   # answers 401 without them
         ...
+
+    if (why := ensure_sshd()) is None:               # ssh://USER@127.0.0.1:PORT/abs/path
+        with ssh_server(root / "keys") as (base, command):   # GIT_SSH_COMMAND=command
+            url = base + str(bare_repo(root, "store.git"))
 
     with blackhole("silent") as url:     # accepts, never answers
         ...
@@ -127,6 +131,77 @@ def git_daemon(root: Path) -> Iterator[str]:
             _stop(process)
         return
     raise RuntimeError("git daemon did not start")
+
+
+SSHD = "/usr/sbin/sshd"
+
+
+def ensure_sshd() -> str | None:
+    """Install openssh-server with apt when sshd is missing; the reason it cannot, or None.
+
+    Several test workers may ask at once: one installs under a lock, the others wait.
+    """
+    if os.path.exists(SSHD):
+        return None
+    if os.geteuid() != 0 or not os.path.exists("/usr/bin/apt-get"):
+        return "sshd is not installed and cannot be installed here (needs root and apt-get)"
+    import fcntl
+
+    with open("/tmp/roam-tests-sshd-install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if os.path.exists(SSHD):
+            return None
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", "openssh-server"]
+        for steps in ([install], [["apt-get", "update", "-q"], install]):
+            try:
+                for step in steps:
+                    subprocess.run(step, env=env, check=True, capture_output=True, timeout=600)
+            except (subprocess.SubprocessError, OSError):
+                continue
+            if os.path.exists(SSHD):
+                return None
+    return "sshd could not be installed with apt-get"
+
+
+@contextlib.contextmanager
+def ssh_server(root: Path) -> Iterator[tuple[str, str]]:
+    """An sshd on 127.0.0.1 letting this user in with a new key (no password, no PAM).
+
+    Yields (`ssh://USER@127.0.0.1:PORT`, the `GIT_SSH_COMMAND` that uses the key); a
+    repository at absolute path P is then `BASE + P`. Call `ensure_sshd()` first.
+    """
+    import getpass
+
+    keys = Path(root)
+    keys.mkdir(parents=True, exist_ok=True)
+    for name in ("host", "client"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / name)],
+                       check=True, capture_output=True, timeout=30)
+    (keys / "authorized_keys").write_bytes((keys / "client.pub").read_bytes())
+    Path("/run/sshd").mkdir(parents=True, exist_ok=True)  # sshd's privilege-separation dir
+    command = (f"ssh -i {keys / 'client'} -o StrictHostKeyChecking=no "
+               "-o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o IdentitiesOnly=yes")
+    for _attempt in range(5):
+        port = free_port()
+        config = keys / "sshd_config"
+        config.write_text("\n".join([
+            f"Port {port}", "ListenAddress 127.0.0.1", f"HostKey {keys / 'host'}",
+            f"PidFile {keys / 'sshd.pid'}", f"AuthorizedKeysFile {keys / 'authorized_keys'}",
+            "PasswordAuthentication no", "KbdInteractiveAuthentication no",
+            "PermitRootLogin prohibit-password", "StrictModes no", "UsePAM no", ""]))
+        process = _spawn([SSHD, "-D", "-f", str(config), "-E", str(keys / "sshd.log")])
+        try:
+            _wait_accepting(port, process)
+        except RuntimeError:
+            _stop(process)
+            continue
+        try:
+            yield f"ssh://{getpass.getuser()}@127.0.0.1:{port}", command
+        finally:
+            _stop(process)
+        return
+    raise RuntimeError(f"sshd did not start: {(keys / 'sshd.log').read_text()[-400:]}")
 
 
 @contextlib.contextmanager
