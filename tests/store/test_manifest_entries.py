@@ -55,3 +55,15 @@ def test_as_json_is_what_from_json_read_or_a_faithful_rebuild(data: dict[str, An
     assert entry.as_json() == rebuilt
     assert all(type(a) is type(b) for a, b in zip(entry.as_json().values(), rebuilt.values(),
                                                    strict=True))
+
+
+def test_a_changed_copy_never_keeps_the_dict_it_was_read_from() -> None:
+    """dataclasses.replace builds a new entry; the dict read for the old one must not follow
+    (a tampered manifest once came out untampered that way in a test)."""
+    from dataclasses import replace
+
+    entry = FileEntry.from_json("SOUL.md", GOOD, "tree t")
+    other = [["12" * 32, "packs/34/" + "34" * 32, 7, 3]]
+    changed = replace(entry, blobs=tuple(tuple(ref) for ref in other))  # type: ignore[misc]
+    assert changed.as_json()["blobs"] == other
+    assert entry.as_json()["blobs"] == GOOD["blobs"]

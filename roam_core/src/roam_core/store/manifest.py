@@ -30,7 +30,7 @@ class FileEntry:
     blobs: tuple[BlobRef, ...]
     #: the JSON form this entry was read from, when it is exactly what `as_json` would give
     #: (state.json holds 20,000 of them; a push rewrites them unchanged)
-    _json: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+    _json: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     def same_content(self, other: FileEntry | None) -> bool:
         return other is not None and other.sha256 == self.sha256 and other.mode == self.mode

@@ -151,9 +151,10 @@ class Repository:
                 path = f"{prefix}{name}"
                 if not isinstance(node, dict):
                     raise IntegrityError(f"integrity error: tree {tree_id} is malformed")
-                if node.get("t") == "d":
+                kind = node.pop("t", None)  # what is left of a file is its entry's JSON
+                if kind == "d":
                     stack.append((path + "/", str(node.get("tree")), depth + 1))
-                elif node.get("t") == "f":
+                elif kind == "f":
                     files.append(FileEntry.from_json(path, node, f"tree {tree_id}"))
                 else:
                     raise IntegrityError(f"integrity error: tree {tree_id} is malformed")
