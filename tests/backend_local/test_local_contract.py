@@ -120,3 +120,18 @@ def test_names_are_synced_once_per_folder_and_before_any_ref_moves(
     events.clear()
     backend.swap_ref("HEAD", b"gen-2", backend.read_ref("HEAD")[1])  # type: ignore[index]
     assert not [event for event in events if event.startswith("sync ab")]  # already durable
+
+
+def test_a_folder_removed_behind_its_back_is_made_again(tmp_path: Path) -> None:
+    """The backend remembers which fan-out folders it made; one removed meanwhile (a sync
+    tool, a hand clean-up) is made again instead of failing the write."""
+    import shutil
+
+    root = tmp_path / "store"
+    root.mkdir()
+    backend = LocalBackend(root)
+    backend.put_new("trees/ab/one", b"1")
+    shutil.rmtree(root / "objects" / "trees" / "ab")
+    backend.put_new("trees/ab/two", b"2")
+    assert LocalBackend(root).get("trees/ab/two") == b"2"
+    backend.swap_ref("HEAD", b"gen", None)  # its flush syncs what exists, quietly
