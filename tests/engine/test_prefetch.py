@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from roam_core.engine import journal
+from roam_core.engine import prefetch as prefetch_module
 from roam_core.engine.journal import Op
 from roam_core.errors import IntegrityError
 
@@ -25,7 +25,7 @@ def _op(rel: str, chunks: list[bytes], reads: list[str] | None = None) -> Op:
 
 def test_contents_arrive_in_op_order_with_their_digests() -> None:
     ops = [_op("a", [b"one", b"two"]), _op("b", []), _op("c", [b"x" * 100_000])]
-    prefetch = journal._Prefetch(ops)
+    prefetch = prefetch_module.Prefetch(ops)
     try:
         for op, expected in zip(ops, (b"onetwo", b"", b"x" * 100_000), strict=True):
             content = prefetch.next_content()
@@ -41,7 +41,7 @@ def test_a_failing_source_is_raised_where_its_op_is_written() -> None:
         raise IntegrityError("integrity error: blob x failed authentication")
 
     ops = [_op("a", [b"fine"]), Op("b", "write", source=broken)]
-    prefetch = journal._Prefetch(ops)
+    prefetch = prefetch_module.Prefetch(ops)
     try:
         assert b"".join(prefetch.next_content().chunks()) == b"fine"
         with pytest.raises(IntegrityError, match="failed authentication"):
@@ -52,10 +52,10 @@ def test_a_failing_source_is_raised_where_its_op_is_written() -> None:
 
 def test_read_ahead_is_bounded_and_close_stops_the_thread(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(journal, "PREFETCH_BYTES", 1000)
+    monkeypatch.setattr(prefetch_module, "PREFETCH_BYTES", 1000)
     reads: list[str] = []
     ops = [_op(f"f{n}", [b"y" * 400], reads) for n in range(50)]
-    prefetch = journal._Prefetch(ops)
+    prefetch = prefetch_module.Prefetch(ops)
     deadline = time.monotonic() + 5
     while len(reads) < 3 and time.monotonic() < deadline:
         time.sleep(0.01)

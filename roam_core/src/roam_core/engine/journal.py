@@ -16,9 +16,7 @@ never deleted.
 
 from __future__ import annotations
 
-import collections
 import contextlib
-import contextvars
 import ctypes
 import datetime
 import hashlib
@@ -27,7 +25,6 @@ import os
 import shutil
 import signal
 import stat as stat_module
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,21 +39,15 @@ from roam_core.engine.fs import (
     start_writeback,
     write_atomic,
 )
+from roam_core.engine.prefetch import Content, Prefetch
 from roam_core.engine.progress import ProgressSink
 from roam_core.engine.state import LocalState, load_state, save_state
 from roam_core.errors import RoamError, UserError
 
 JOURNAL = "journal.json"
 KILL_ENV = "ROAM_TEST_KILL_AT"
-#: How far the prefetch thread may read ahead of the file writing (bytes held).
-PREFETCH_BYTES = 32 * 1024 * 1024
-#: How long closing waits for the prefetch thread (it may be inside one store read).
-PREFETCH_JOIN = 30.0
 #: Files at least this big have their writeback started as soon as they are written.
 WRITEBACK_MIN = 256 * 1024
-#: A waiting writer is woken when this many items or bytes are ready (or the reader ends).
-WAKE_ITEMS = 256
-WAKE_BYTES = 4 * 1024 * 1024
 
 
 def kill_point(name: str) -> None:
@@ -154,123 +145,6 @@ def _safe_parent(root: Path, rel: str, created: list[str], checked: set[str]) ->
         if not stat_module.S_ISDIR(st.st_mode):
             raise UserError(f"cannot install {rel}: {folder} is not a folder")
         checked.add(folder)
-
-
-class _Content:
-    """One op's bytes as the prefetch thread delivers them, and their SHA-256 at the end."""
-
-    def __init__(self, prefetch: _Prefetch) -> None:
-        self._prefetch = prefetch
-        self.digest: str | None = None
-
-    def chunks(self) -> Iterator[bytes]:
-        while True:
-            item = self._prefetch.take()
-            if isinstance(item, str):
-                self.digest = item
-                return
-            yield item
-
-
-class _Prefetch:
-    """The write ops' new contents, read, checked and hashed ahead in a thread, in op order.
-
-    A bounded amount is held ahead while the caller creates and writes the temp files.
-    Decrypting, decompressing and hashing release the GIL, so they overlap the kernel's
-    file creation. Only this thread reads the store during staging.
-    """
-
-    def __init__(self, ops: list[Op]) -> None:
-        self._ops = ops
-        self._items: collections.deque[bytes | str | BaseException] = collections.deque()
-        self._held = 0
-        self._count = 0
-        self._closed = False
-        self._done = False
-        self._consumer_waits = False
-        self._producer_waits = False
-        self._ready = threading.Condition()
-        context = contextvars.copy_context()  # the operation's deadline applies here too
-        self._thread = threading.Thread(target=context.run, args=(self._run,),
-                                        name="roam-prefetch", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            for op in self._ops:
-                assert op.source is not None
-                # a store source checks the bytes against this digest itself as it reads
-                checked = op.sha256 is not None and getattr(op.source, "sha256", None) == op.sha256
-                digest = None if checked else hashlib.sha256()
-                for chunk in op.source():
-                    if digest is not None:
-                        digest.update(chunk)
-                    if not self._put(chunk, len(chunk)):
-                        return
-                if not self._put(digest.hexdigest() if digest is not None else str(op.sha256), 0):
-                    return
-        except BaseException as failure:  # handed to the caller, raised there
-            self._put(failure, 0)
-        finally:
-            self._finish()
-
-    def _put(self, item: bytes | str | BaseException, size: int) -> bool:
-        with self._ready:
-            if self._held and self._held + size > PREFETCH_BYTES:
-                # full: sleep until the writer has taken half, not until its next take
-                self._producer_waits = True
-                while self._held > PREFETCH_BYTES // 2 and not self._closed:
-                    self._ready.wait()
-                self._producer_waits = False
-            if self._closed:
-                return False
-            self._items.append(item)
-            self._held += size
-            self._count += 1
-            if self._consumer_waits and (self._count >= WAKE_ITEMS or self._held >= WAKE_BYTES
-                                         or isinstance(item, BaseException)):
-                self._ready.notify_all()
-            return True
-
-    def _finish(self) -> None:
-        with self._ready:
-            self._done = True
-            self._ready.notify_all()
-
-    def take(self) -> bytes | str:
-        with self._ready:
-            if not self._items:
-                # empty: sleep until a batch is ready, not until the next chunk (every
-                # wake-up is a pair of context switches, 40,000 of them on a large pull)
-                self._consumer_waits = True
-                while not self._done and (not self._items or (
-                        self._count < WAKE_ITEMS and self._held < WAKE_BYTES
-                        and not isinstance(self._items[-1], BaseException))):
-                    self._ready.wait()
-                self._consumer_waits = False
-                if not self._items:
-                    raise RoamError("the store reader stopped early")
-            item = self._items.popleft()
-            self._count -= 1
-            if isinstance(item, bytes):
-                self._held -= len(item)
-            if self._producer_waits and self._held <= PREFETCH_BYTES // 2:
-                self._ready.notify_all()
-        if isinstance(item, BaseException):
-            raise item
-        return item
-
-    def next_content(self) -> _Content:
-        """The next write op's content (ops are taken in the order they were given)."""
-        return _Content(self)
-
-    def close(self) -> None:
-        """Stop reading ahead (an error or the end) and wait for the thread, bounded."""
-        with self._ready:
-            self._closed = True
-            self._items.clear()
-            self._ready.notify_all()
-        self._thread.join(PREFETCH_JOIN)
 
 
 def _check_target(root: Path, op: Op) -> None:
@@ -389,7 +263,7 @@ class Install:
                 "staged": self.staged}
 
     def _stage(self) -> None:
-        prefetch = _Prefetch([op for op in self.ops if op.action == "write"])
+        prefetch = Prefetch([op for op in self.ops if op.action == "write"])
         try:
             for op in self.ops:
                 if op.expect is not None or op.action != "write":
@@ -415,7 +289,7 @@ class Install:
         finally:
             prefetch.close()
 
-    def _write_temp(self, op: Op, content: _Content) -> int:
+    def _write_temp(self, op: Op, content: Content) -> int:
         assert op.temp is not None
         written = 0
         # plain descriptor calls: a buffered file object adds an fstat, an lseek and an
