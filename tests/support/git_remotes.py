@@ -152,11 +152,13 @@ def ensure_sshd() -> str | None:
         if os.path.exists(SSHD):
             return None
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", "openssh-server"]
-        for steps in ([install], [["apt-get", "update", "-q"], install]):
+        wait = ["-o", "DPkg::Lock::Timeout=60"]  # another apt run holding the lock: not forever
+        install = ["apt-get", *wait, "install", "-y", "-q", "--no-install-recommends",
+                   "openssh-server"]
+        for steps in ([install], [["apt-get", *wait, "update", "-q"], install]):
             try:
                 for step in steps:
-                    subprocess.run(step, env=env, check=True, capture_output=True, timeout=600)
+                    subprocess.run(step, env=env, check=True, capture_output=True, timeout=240)
             except (subprocess.SubprocessError, OSError):
                 continue
             if os.path.exists(SSHD):
