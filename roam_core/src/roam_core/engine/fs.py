@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import functools
 import os
 import secrets
 from collections.abc import Callable
 from pathlib import Path
+
+from roam_core import libc
 
 TEMP_PREFIX = ".roam-tmp-"
 _AT_FDCWD = -100
@@ -54,18 +55,8 @@ def ensure_private_dir(path: Path) -> Path:
     return path
 
 
-@functools.cache
 def _renameat2() -> Callable[..., int] | None:
-    import ctypes
-
-    try:
-        function = ctypes.CDLL(None, use_errno=True).renameat2
-    except (OSError, AttributeError):
-        return None
-    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
-                         ctypes.c_uint]
-    function.restype = ctypes.c_int
-    return function  # type: ignore[no-any-return]
+    return libc.function("renameat2", "c_int", "c_char_p", "c_int", "c_char_p", "c_uint")
 
 
 def rename_noreplace(source: str, target: str) -> None:
@@ -75,14 +66,12 @@ def rename_noreplace(source: str, target: str) -> None:
     Where the C library or the file system lacks it, a hard link (which never replaces)
     and an unlink do the same in two steps; a folder is looked for, then renamed.
     """
-    function = _renameat2()
-    if function is not None:
-        if function(_AT_FDCWD, os.fsencode(source), _AT_FDCWD, os.fsencode(target),
-                    _RENAME_NOREPLACE) == 0:
+    renameat2 = _renameat2()
+    if renameat2 is not None:
+        if renameat2(_AT_FDCWD, os.fsencode(source), _AT_FDCWD, os.fsencode(target),
+                     _RENAME_NOREPLACE) == 0:
             return
-        import ctypes
-
-        code = ctypes.get_errno()
+        code = libc.errno()
         if code not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
             raise OSError(code, os.strerror(code), target)
     if os.path.isdir(source):  # a folder cannot be hard-linked: look, then rename
@@ -94,19 +83,6 @@ def rename_noreplace(source: str, target: str) -> None:
     os.unlink(source)
 
 
-@functools.cache
-def _sync_file_range() -> Callable[..., int] | None:
-    import ctypes
-
-    try:
-        function = ctypes.CDLL(None, use_errno=True).sync_file_range
-    except (OSError, AttributeError):
-        return None
-    function.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
-    function.restype = ctypes.c_int
-    return function  # type: ignore[no-any-return]
-
-
 def start_writeback(fd: int) -> None:
     """Ask the kernel to start writing `fd`'s dirty pages now, without waiting.
 
@@ -114,6 +90,7 @@ def start_writeback(fd: int) -> None:
     already began while later files were being written make that sync short.
     Best effort: where the call is missing it does nothing.
     """
-    function = _sync_file_range()
-    if function is not None:
-        function(fd, 0, 0, _SYNC_FILE_RANGE_WRITE)
+    sync_file_range = libc.function("sync_file_range", "c_int", "c_int64", "c_int64",
+                                    "c_uint")
+    if sync_file_range is not None:
+        sync_file_range(fd, 0, 0, _SYNC_FILE_RANGE_WRITE)

@@ -17,7 +17,6 @@ never deleted.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import datetime
 import hashlib
 import json
@@ -30,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from roam_core import libc
 from roam_core.cli.output import note
 from roam_core.engine.fs import (
     TEMP_PREFIX,
@@ -65,11 +65,9 @@ def syncfs(path: Path) -> None:
     """Flush the file system holding `path` (one call instead of an fsync per file)."""
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.syncfs(fd) != 0:
+        call = libc.function("syncfs", "c_int")
+        if call is None or call(fd) != 0:
             os.sync()
-    except (OSError, AttributeError):
-        os.sync()
     finally:
         os.close(fd)
 

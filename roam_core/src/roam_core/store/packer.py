@@ -9,12 +9,11 @@ the snapshot that needs them.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import threading
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
-from roam_core import crypto
+from roam_core import crypto, libc
 from roam_core.store import codec
 from roam_core.store.manifest import BlobRef
 from roam_core.store.objects import CHUNK_SIZE, PACK_TARGET, pack_key
@@ -36,19 +35,9 @@ def release_free_memory() -> None:
     Packs are sealed in worker threads, each with its own allocator arena; without this,
     the pages of packs already stored stay resident for the whole push.
     """
-    trim = _malloc_trim()
+    trim = libc.function("malloc_trim", "c_size_t")
     if trim is not None:
         trim(0)
-
-
-@functools.cache
-def _malloc_trim() -> Any:
-    try:
-        import ctypes
-
-        return ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):
-        return None
 
 
 class Packer:
