@@ -120,28 +120,37 @@ def _signature(st: os.stat_result) -> list[int]:
     return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
 
 
+def _folders_of(rel: str) -> Iterator[str]:
+    """Each folder on the way to the file `rel`, outermost first ("a", "a/b" for "a/b/c")."""
+    parts = rel.split("/")[:-1]
+    for index in range(len(parts)):
+        yield "/".join(parts[: index + 1])
+
+
+def _is_folder(root: str, folder: str, rel: str) -> bool:
+    """Whether `folder` is a real directory (False when absent); anything else is refused."""
+    try:
+        st = os.lstat(os.path.join(root, folder))
+    except FileNotFoundError:
+        return False
+    if not stat_module.S_ISDIR(st.st_mode):
+        raise UserError(f"cannot install {rel}: {folder} is not a folder")
+    return True
+
+
 def _safe_parent(root: Path, rel: str, created: list[str], checked: set[str]) -> None:
     """Make the target's folders real directories; a symlink on the way is refused.
 
     `checked` holds the folders (relative) already proven directories by this install, so
     20,000 files in 3,000 folders cost one `lstat` per folder, not one per path segment.
     """
-    parts = rel.split("/")[:-1]
     base = str(root)
-    for index in range(len(parts)):
-        folder = "/".join(parts[: index + 1])
+    for folder in _folders_of(rel):
         if folder in checked:
             continue
-        current = os.path.join(base, folder)
-        try:
-            st = os.lstat(current)
-        except FileNotFoundError:
-            os.mkdir(current, 0o755)
+        if not _is_folder(base, folder, rel):
+            os.mkdir(os.path.join(base, folder), 0o755)
             created.append(folder)
-            checked.add(folder)
-            continue
-        if not stat_module.S_ISDIR(st.st_mode):
-            raise UserError(f"cannot install {rel}: {folder} is not a folder")
         checked.add(folder)
 
 
@@ -198,9 +207,9 @@ class Install:
     def _run(self, new_state: LocalState) -> None:
         ensure_private_dir(self.state_dir)
         root = str(self.root)
-        known: dict[str, bool] = {}
+        missing: set[str] = set()
         for index, op in enumerate(self.ops):
-            folder = _missing_folder(root, op.rel, known) \
+            folder = _missing_folder(root, op.rel, self._checked_dirs, missing) \
                 if op.action == "write" and op.expect is None else None
             if folder is None:
                 op.temp = os.path.join(root, os.path.dirname(op.rel),
@@ -394,28 +403,19 @@ def _remove_folders(top: Path) -> None:
             os.rmdir(folder)
 
 
-def _missing_folder(root: str, rel: str, known: dict[str, bool]) -> str | None:
+def _missing_folder(root: str, rel: str, checked: set[str], missing: set[str]) -> str | None:
     """The topmost folder of `rel` that does not exist yet, or None when all do.
 
-    `known` remembers each folder looked at (one `lstat` per folder for the whole install).
-    A folder path holding something else than a folder (a file, a symlink) is refused.
+    Folders proven real directories join `checked`, which staging shares (each folder is
+    looked at once per install); absent ones join `missing`. Anything else is refused.
     """
-    parts = rel.split("/")[:-1]
-    for index in range(len(parts)):
-        folder = "/".join(parts[: index + 1])
-        found = known.get(folder)
-        if found is None:
-            try:
-                st = os.lstat(os.path.join(root, folder))
-            except FileNotFoundError:
-                found = False
-            else:
-                if not stat_module.S_ISDIR(st.st_mode):
-                    raise UserError(f"cannot install {rel}: {folder} is not a folder")
-                found = True
-            known[folder] = found
-        if not found:
+    for folder in _folders_of(rel):
+        if folder in checked:
+            continue
+        if folder in missing or not _is_folder(root, folder, rel):
+            missing.add(folder)
             return folder
+        checked.add(folder)
     return None
 
 
@@ -445,10 +445,11 @@ def recover_home(session: Any) -> None:
     except (OSError, ValueError):
         raise RoamError(f"{path} is damaged; inspect it and roam/backups/ by hand") from None
     count = len(journal.get("ops", []))
-    if journal.get("phase") == "committed" and journal.get("state"):  # before install stamps
-        save_state(session.state_dir, LocalState(**journal["state"]))
-    if (journal.get("phase") == "committed" and journal.get("state")) \
-            or _committed(session.state_dir, journal.get("stamp")):
+    # journals written before installs were stamped carried the new state themselves
+    carried = journal.get("state") if journal.get("phase") == "committed" else None
+    if carried:
+        save_state(session.state_dir, LocalState(**carried))
+    if carried or _committed(session.state_dir, journal.get("stamp")):
         path.unlink()
         note(f"recovered: finished an interrupted install of {count} file(s)")
         return
