@@ -41,6 +41,7 @@ from roam_core.engine.fs import (
 )
 from roam_core.engine.prefetch import Content, Prefetch
 from roam_core.engine.progress import ProgressSink
+from roam_core.engine.scan import stat_signature
 from roam_core.engine.state import LocalState, load_state, save_state
 from roam_core.errors import RoamError, UserError
 
@@ -116,9 +117,6 @@ def _umask() -> int:
     return found
 
 
-def _signature(st: os.stat_result) -> list[int]:
-    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
-
 
 def _folders_of(rel: str) -> Iterator[str]:
     """Each folder on the way to the file `rel`, outermost first ("a", "a/b" for "a/b/c")."""
@@ -163,7 +161,7 @@ def _check_target(root: Path, op: Op) -> None:
             raise UserError(f"{op.rel} changed while installing (it is gone); nothing was "
                             "installed") from None
         return
-    if op.expect is None or not stat_module.S_ISREG(st.st_mode) or _signature(st) != op.expect:
+    if op.expect is None or not stat_module.S_ISREG(st.st_mode) or stat_signature(st) != op.expect:
         raise UserError(f"{op.rel} changed while installing; nothing was installed")
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from roam_core import __version__
 from roam_core.engine.fs import write_atomic
+from roam_core.engine.scan import stat_signature
 from roam_core.engine.state import STATE_FILE, LocalState
 
 MEMO_FILE = "status.json"
@@ -35,12 +36,6 @@ RACY_NS = 2_000_000_000
 _HEAVY = ("base", "projections")
 
 
-def file_signature(path: str) -> list[int] | None:
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return None
-    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
 
 
 def _key(session: Any, scope: Any, state_signature: list[int] | None) -> list[Any] | None:
@@ -52,7 +47,10 @@ def _key(session: Any, scope: Any, state_signature: list[int] | None) -> list[An
 
 def state_signature(session: Any) -> list[int] | None:
     """Taken before state.json is read: a later change then makes the memo stale, not wrong."""
-    return file_signature(str(session.state_dir / STATE_FILE))
+    try:
+        return stat_signature(os.lstat(session.state_dir / STATE_FILE))
+    except OSError:
+        return None
 
 
 def recall(session: Any) -> tuple[LocalState, dict[str, list[str]]] | None:

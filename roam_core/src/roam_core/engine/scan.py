@@ -74,7 +74,8 @@ def projected_bytes(path: Path, rel: str, host_keys: Iterable[str] = (),
                              base=base).encode("utf-8")
 
 
-def _signature(st: os.stat_result) -> list[int]:
+def stat_signature(st: os.stat_result) -> list[int]:
+    """What says a file is unchanged without reading it: size, mtime, inode and ctime."""
     return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
 
 
@@ -128,7 +129,7 @@ def list_shared(scope: Any, projections: Mapping[str, str] | None = None
         # `is_config` means "travels as a projection": config.yaml and cron jobs files
         projected = scope.is_config(entry.rel) or is_jobs_file(entry.rel)
         files[entry.rel] = LocalFile(
-            entry.rel, entry.location, st.st_size, st.st_mode & 0o777, _signature(st),
+            entry.rel, entry.location, st.st_size, st.st_mode & 0o777, stat_signature(st),
             is_config=projected,
             base_projection=(projections or {}).get(entry.rel) if projected else None)
     return files

@@ -27,7 +27,8 @@ def local_changes(session: Session, state: LocalState | None = None, *,
     base = {rel: (entry.get("sha256"), entry.get("mode")) for rel, entry in state.base.items()}
     scope = session.scope
     files = list_shared(scope, state.projections)
-    seen = {rel: item.signature for rel, item in files.items()}
+    # as the walk saw them, before the inventory is set aside below
+    seen = {rel: item.signature for rel, item in files.items()} if signature else {}
     cache = StatCache(session.state_dir / "cache")
     fill_digests(files, cache, tuple(getattr(scope, "host_keys", ())))
     cache.save(files)

@@ -96,15 +96,18 @@ class ScopeModel:
         self._chain = Chain.at_root(self._hard, self._user,
                                     [rules for _name, rules in self._providers])
         self._chains = ChainCache(self._chain)
+        self._fingerprint: str | None = None
 
     def fingerprint(self) -> str:
         """A digest of everything the classification depends on besides the path itself."""
-        import hashlib
+        if self._fingerprint is None:  # the rules are fixed for the model's life
+            import hashlib
 
-        rules = [[rule.pattern, rule.scope.value, rule.reason, rule.source, rule.layer,
-                  rule.tier, rule.active] for rule in self.rules()]
-        text = json.dumps([rules, self.host_keys, self._tiers], default=str)
-        return hashlib.sha256(text.encode()).hexdigest()
+            rules = [[rule.pattern, rule.scope.value, rule.reason, rule.source, rule.layer,
+                      rule.tier, rule.active] for rule in self.rules()]
+            text = json.dumps([rules, self.host_keys, self._tiers], default=str)
+            self._fingerprint = hashlib.sha256(text.encode()).hexdigest()
+        return self._fingerprint
 
     # -- classification ------------------------------------------------------------------
 

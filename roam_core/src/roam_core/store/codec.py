@@ -19,29 +19,25 @@ MAX_DECOMPRESSED = 64 * 1024 * 1024
 _local = threading.local()
 
 
-def _compressor() -> Any:
-    # one per thread: making a compressor per chunk cost as much as compressing small ones
-    found = getattr(_local, "compressor", None)
+def _zstd(kind: str) -> Any:
+    """This thread's zstd `compressor` or `decompressor`, made once.
+
+    Making one per chunk cost as much as compressing a small chunk.
+    """
+    found = getattr(_local, kind, None)
     if found is None:
         import zstandard
 
-        found = _local.compressor = zstandard.ZstdCompressor(level=3)
-    return found
-
-
-def _decompressor() -> Any:
-    found = getattr(_local, "decompressor", None)
-    if found is None:
-        import zstandard
-
-        found = _local.decompressor = zstandard.ZstdDecompressor()
+        found = zstandard.ZstdCompressor(level=3) if kind == "compressor" \
+            else zstandard.ZstdDecompressor()
+        setattr(_local, kind, found)
     return found
 
 
 def encode(data: bytes) -> bytes:
     """Compress `data` when a quick probe says it pays; prefix the codec byte."""
     if len(data) >= 128:
-        compressor = _compressor()
+        compressor = _zstd("compressor")
         if len(data) <= PROBE_BYTES:  # small: the probe would be the whole thing
             packed = compressor.compress(data)
             if len(packed) < len(data) * WORTH_IT:
@@ -65,8 +61,8 @@ def decode(payload: bytes, what: str) -> bytes:
     if codec == CODEC_ZSTD:
         import zstandard
 
-        try:  # one decompressor per thread, as for compressing
-            return _decompressor().decompress(memoryview(payload)[1:],
+        try:
+            return _zstd("decompressor").decompress(memoryview(payload)[1:],
                                               max_output_size=MAX_DECOMPRESSED)
         except zstandard.ZstdError as error:
             raise IntegrityError(f"integrity error: {what} does not decompress: {error}") from None

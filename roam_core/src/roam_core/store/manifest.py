@@ -14,6 +14,11 @@ BlobRef = tuple[str, str, int, int]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
+def is_hex64(value: object) -> bool:
+    """Whether `value` is 64 lower-case hex digits: a digest or an object id, nothing else."""
+    return isinstance(value, str) and _HEX64.fullmatch(value) is not None
 MAX_PATH = 4096
 _JSON_KEYS = {"size", "mode", "sha256", "scope", "blobs"}
 
@@ -50,7 +55,7 @@ class FileEntry:
                         str(data.get("scope", "shared")), blobs)
         except (KeyError, TypeError, ValueError, IndexError, OverflowError):  # int(inf)
             raise IntegrityError(f"integrity error: {what} has a malformed entry") from None
-        if entry.size < 0 or not _HEX64.fullmatch(entry.sha256) or entry.mode & ~0o777:
+        if entry.size < 0 or not is_hex64(entry.sha256) or entry.mode & ~0o777:
             raise IntegrityError(f"integrity error: {what} has a malformed entry for {path!r}")
         if any(ref[2] < 0 or ref[3] < 0 for ref in blobs):
             raise IntegrityError(f"integrity error: {what} has a malformed blob reference")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ from roam_core import crypto
 from roam_core.errors import ArchiveKeyError, IntegrityError, ObjectNotFound
 from roam_core.storage import Backend
 from roam_core.store import codec
-from roam_core.store.manifest import BlobRef, FileEntry, Manifest, check_manifest
+from roam_core.store.manifest import BlobRef, FileEntry, Manifest, check_manifest, is_hex64
 from roam_core.store.objects import (
     HEAD_REF,
     Head,
@@ -239,7 +238,7 @@ class Repository:
             if data["snapshot"] != snapshot_id or not isinstance(folders, dict) \
                     or folders.get("") != data["root"]:
                 return None
-            if not all(isinstance(path, str) and _is_id(tree)
+            if not all(isinstance(path, str) and is_hex64(tree)
                        for path, tree in folders.items()):
                 return None
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
@@ -391,7 +390,7 @@ def _read_known(path: Path) -> dict[str, list[list[Any]]]:
             index_id, refs = json.loads(line)
         except (ValueError, TypeError):
             continue
-        if _is_id(index_id) and isinstance(refs, list) and all(
+        if is_hex64(index_id) and isinstance(refs, list) and all(
                 isinstance(ref, list) and len(ref) == 4 for ref in refs):
             known[index_id] = refs
     return known
@@ -410,15 +409,8 @@ def _write_known(path: Path, lines: list[str], *, append: bool) -> None:
         pass  # a cache that cannot be written is only slower
 
 
-_ID = re.compile(r"[0-9a-f]{64}")
-
-
-def _is_id(object_id: object) -> bool:
-    return isinstance(object_id, str) and _ID.fullmatch(object_id) is not None
-
-
 def _check_id(object_id: str, what: str) -> None:
-    if not _is_id(object_id):
+    if not is_hex64(object_id):
         raise IntegrityError(f"integrity error: malformed {what} id {object_id!r}")
 
 

@@ -12,6 +12,7 @@ import stat as stat_module
 from typing import TYPE_CHECKING, Any
 
 from roam_core.engine.journal import Op, sha256_file
+from roam_core.engine.scan import stat_signature
 from roam_core.store.manifest import FileEntry
 from roam_core.tiers import archive, cron
 
@@ -19,9 +20,6 @@ if TYPE_CHECKING:
     from roam_core.engine.plan import Planner
     from roam_core.engine.scan import LocalFile
 
-
-def _signature(st: os.stat_result) -> list[int]:
-    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
 
 
 def plan_archive(planner: Planner, rel: str, r: FileEntry | None, b: FileEntry | None) -> None:
@@ -53,13 +51,13 @@ def plan_archive(planner: Planner, rel: str, r: FileEntry | None, b: FileEntry |
             return
         source = planner.remote_source(r)
         planner.plan.ops.append(Op(parsed.local_rel, "write", r.sha256, archive.MODE,
-                                   None if st is None else _signature(st), local_sha,
+                                   None if st is None else stat_signature(st), local_sha,
                                    source=source))
         planner.plan.archives.append({**row, "action": "added" if st is None else "changed"})
     elif b is not None and st is not None:
         local_sha = sha256_file(target)
         if local_sha == b.sha256:  # the copy roam landed, and the owner no longer publishes it
-            planner.plan.ops.append(Op(parsed.local_rel, "delete", expect=_signature(st),
+            planner.plan.ops.append(Op(parsed.local_rel, "delete", expect=stat_signature(st),
                                        original_sha=local_sha))
             planner.plan.archives.append({**row, "action": "removed"})
 
