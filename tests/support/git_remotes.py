@@ -37,7 +37,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 START_TIMEOUT = 20.0
@@ -113,24 +113,37 @@ def _spawn(argv: list[str]) -> subprocess.Popen[bytes]:
 # -- servers ----------------------------------------------------------------------------------
 
 @contextlib.contextmanager
-def git_daemon(root: Path) -> Iterator[str]:
-    """`git daemon --enable=receive-pack` serving `root`; yields `git://127.0.0.1:PORT/`."""
+def _on_free_port(argv_for: Callable[[int], list[str]]) -> Iterator[int | None]:
+    """Start `argv_for(port)` on free ports until one listens; yield it (None after five tries).
+
+    For servers that cannot report a port 0 choice: a port taken between choosing and
+    binding is simply tried again. The server is stopped by its PID.
+    """
     for _attempt in range(5):
-        port = free_port()  # git daemon cannot report a port 0 choice; retry if taken
-        process = _spawn(["git", "daemon", "--listen=127.0.0.1", f"--port={port}",
-                          f"--base-path={root}", "--export-all", "--enable=receive-pack",
-                          "--reuseaddr", str(root)])
+        port = free_port()
+        process = _spawn(argv_for(port))
         try:
             _wait_accepting(port, process)
         except RuntimeError:
             _stop(process)
             continue
         try:
-            yield f"git://127.0.0.1:{port}/"
+            yield port
         finally:
             _stop(process)
         return
-    raise RuntimeError("git daemon did not start")
+    yield None
+
+
+@contextlib.contextmanager
+def git_daemon(root: Path) -> Iterator[str]:
+    """`git daemon --enable=receive-pack` serving `root`; yields `git://127.0.0.1:PORT/`."""
+    with _on_free_port(lambda port: [
+            "git", "daemon", "--listen=127.0.0.1", f"--port={port}", f"--base-path={root}",
+            "--export-all", "--enable=receive-pack", "--reuseaddr", str(root)]) as port:
+        if port is None:
+            raise RuntimeError("git daemon did not start")
+        yield f"git://127.0.0.1:{port}/"
 
 
 SSHD = "/usr/sbin/sshd"
@@ -184,26 +197,20 @@ def ssh_server(root: Path) -> Iterator[tuple[str, str]]:
     Path("/run/sshd").mkdir(parents=True, exist_ok=True)  # sshd's privilege-separation dir
     command = (f"ssh -i {keys / 'client'} -o StrictHostKeyChecking=no "
                "-o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o IdentitiesOnly=yes")
-    for _attempt in range(5):
-        port = free_port()
-        config = keys / "sshd_config"
+    config = keys / "sshd_config"
+
+    def argv(port: int) -> list[str]:
         config.write_text("\n".join([
             f"Port {port}", "ListenAddress 127.0.0.1", f"HostKey {keys / 'host'}",
             f"PidFile {keys / 'sshd.pid'}", f"AuthorizedKeysFile {keys / 'authorized_keys'}",
             "PasswordAuthentication no", "KbdInteractiveAuthentication no",
             "PermitRootLogin prohibit-password", "StrictModes no", "UsePAM no", ""]))
-        process = _spawn([SSHD, "-D", "-f", str(config), "-E", str(keys / "sshd.log")])
-        try:
-            _wait_accepting(port, process)
-        except RuntimeError:
-            _stop(process)
-            continue
-        try:
-            yield f"ssh://{getpass.getuser()}@127.0.0.1:{port}", command
-        finally:
-            _stop(process)
-        return
-    raise RuntimeError(f"sshd did not start: {(keys / 'sshd.log').read_text()[-400:]}")
+        return [SSHD, "-D", "-f", str(config), "-E", str(keys / "sshd.log")]
+
+    with _on_free_port(argv) as port:
+        if port is None:
+            raise RuntimeError(f"sshd did not start: {(keys / 'sshd.log').read_text()[-400:]}")
+        yield f"ssh://{getpass.getuser()}@127.0.0.1:{port}", command
 
 
 @contextlib.contextmanager
