@@ -2,15 +2,15 @@ from __future__ import annotations
 
 import json
 import textwrap
+import types
 from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
 from roam_core.errors import PluginError
 from roam_core.hookspecs import hookimpl
-from roam_core.manager import PluginManager
+from roam_core.manager import PluginManager, hook_names
 from roam_core.testing.memory import MemoryBackend
 from roam_core.types import BackendPlugin
 from support.cli import roam_env, run_roam
@@ -119,7 +119,8 @@ def test_duplicate_backend_names_fail_naming_both_distributions() -> None:
 
 
 def test_misspelled_hook_is_an_error() -> None:
-    typo = SimpleNamespace(roam_storage_backend=hookimpl(lambda: iter(())))
+    typo = types.ModuleType("typo")
+    typo.roam_storage_backend = hookimpl(lambda: iter(()))  # type: ignore[attr-defined]
     manager = PluginManager()
     with pytest.raises(Exception, match="unknown hook"):
         manager.register(typo, name="typo")
@@ -182,3 +183,82 @@ def test_session_sinks_facade_and_missing_sink_hint() -> None:
     assert rows["echo"].distribution == "echo-dist"
     with pytest.raises(PluginError, match="no sink named 'slack'"):
         manager.sink("slack")
+
+
+TYPO = '''
+"""A plugin whose author misspelled the hook's name."""
+from roam_core.hookspecs import hookimpl
+
+@hookimpl
+def roam_storage_backend():
+    yield from ()
+'''
+
+UNKNOWN_ARGUMENT = '''
+"""A plugin whose hook asks for an argument the spec does not offer."""
+from roam_core.hookspecs import hookimpl
+
+@hookimpl
+def roam_scope_rules(home, colour):
+    yield from ()
+'''
+
+
+@pytest.mark.parametrize("source", [TYPO, UNKNOWN_ARGUMENT], ids=["misspelled", "unknown-arg"])
+def test_an_invalid_third_party_plugin_is_broken_and_every_command_works(
+        tmp_path: Path, source: str) -> None:
+    _fake_dist(tmp_path, "sloppy_roam", source, "sloppy = sloppy_roam")
+    env = roam_env(PYTHONPATH=str(tmp_path))
+    listed = run_roam("plugins", "list", "--json", env=env)
+    assert listed.returncode == 0, listed.stderr
+    rows = {row["name"]: row for row in json.loads(listed.stdout)}
+    assert rows["sloppy"]["status"] == "broken"
+    assert rows["sloppy"]["error"]
+    assert rows["local"]["status"] == "active"
+    for argv in (("backends", "list"), ("rules", "list"), ("status",)):
+        result = run_roam(*argv, env=env)
+        assert "Traceback" not in result.stderr, (argv, result.stderr)
+        assert result.returncode in (0, 1), (argv, result.returncode, result.stderr)
+        assert "Validation" not in result.stderr
+
+
+def test_a_hook_may_take_a_subset_of_the_spec_arguments() -> None:
+    from roam_core.types import Scope, ScopeRule, ScopeRuleSet
+
+    class Homeless:
+        @hookimpl
+        def roam_scope_rules(self) -> Iterator[ScopeRuleSet]:
+            yield ScopeRuleSet("homeless", (ScopeRule("x/", Scope.LOCAL),))
+
+    manager = PluginManager()
+    manager.register(Homeless(), name="homeless")
+    providers = [rule_set.provider for rule_set in manager.scope_rules(Path("."))]
+    assert "homeless" in providers
+    assert {info.name: info.status for info in manager.plugins()}["homeless"] == "active"
+
+
+def test_rules_listing_evaluates_providers_against_the_home(tmp_path: Path) -> None:
+    from roam_core.types import ScopeRuleSet
+
+    seen: list[Path] = []
+
+    class Watcher:
+        @hookimpl
+        def roam_scope_rules(self, home: Path) -> Iterator[ScopeRuleSet]:
+            seen.append(home)
+            yield ScopeRuleSet("watcher", ())
+
+    manager = PluginManager()
+    manager.register(Watcher(), name="watcher")
+    rows = {row.name: row for row in manager.listing("rules", home=tmp_path)}
+    assert "watcher" in rows
+    assert seen == [tmp_path]
+
+
+def test_hook_kinds_come_from_the_hookspecs() -> None:
+    from roam_core import hookspecs
+    from roam_core.manager import hook_kinds
+
+    kinds = hook_kinds()
+    assert set(kinds) == set(hook_names())
+    assert all(getattr(hookspecs, name).roam_kind == kind for name, kind in kinds.items())

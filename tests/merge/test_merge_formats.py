@@ -20,15 +20,18 @@ from roam_core.merge import (
 from roam_core.types import MergeFormat
 
 
-def plugin(*formats: MergeFormat) -> types.SimpleNamespace:
+def plugin(*formats: MergeFormat) -> types.ModuleType:
+    """A plugin module, as an entry point would load one."""
     @hookimpl
     def roam_merge_formats():  # type: ignore[no-untyped-def]
         yield from formats
 
-    return types.SimpleNamespace(roam_merge_formats=roam_merge_formats)
+    module = types.ModuleType("merge_plugin")
+    module.roam_merge_formats = roam_merge_formats  # type: ignore[attr-defined]
+    return module
 
 
-def manager_with(*plugins: types.SimpleNamespace) -> PluginManager:
+def manager_with(*plugins: types.ModuleType) -> PluginManager:
     manager = PluginManager(group="roam.tests.none")
     for index, item in enumerate(plugins):
         manager.register(item, f"fmt{index}")

@@ -16,7 +16,7 @@ from roam_core.scope.builtin import hermes_rules
 from roam_core.types import Scope, ScopeRule, ScopeRuleSet
 
 
-def provider(name: str, *rules: ScopeRule) -> types.SimpleNamespace:
+def provider(name: str, *rules: ScopeRule) -> types.ModuleType:
     seen_homes: list[Path] = []
 
     @hookimpl
@@ -24,7 +24,10 @@ def provider(name: str, *rules: ScopeRule) -> types.SimpleNamespace:
         seen_homes.append(home)
         yield ScopeRuleSet(name, rules, summary=f"{name} rules")
 
-    return types.SimpleNamespace(roam_scope_rules=roam_scope_rules, seen=seen_homes)
+    module = types.ModuleType(f"{name}_rules")  # a plugin is a module, as entry points load
+    module.roam_scope_rules = roam_scope_rules  # type: ignore[attr-defined]
+    module.seen = seen_homes  # type: ignore[attr-defined]
+    return module
 
 
 def manager_with(*plugins: tuple[str, object]) -> PluginManager:
@@ -79,7 +82,7 @@ def test_builtin_rules_are_present_even_without_their_entry_point(
 
 
 def test_the_entry_point_provides_the_hermes_rules(tmp_path: Path) -> None:
-    names = {row.name for row in get_manager().listing("rules")}
+    names = {row.name for row in get_manager().listing("rules", home=tmp_path)}
     assert {"hermes", "hermes-skills"} <= names
     sets = get_manager().scope_rules(tmp_path)
     assert [s.provider for s in sets] == sorted(s.provider for s in sets)

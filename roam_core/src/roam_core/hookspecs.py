@@ -8,8 +8,9 @@ hook directly at a call site; it goes through the typed facade in `roam_core.man
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pluggy
 
@@ -20,8 +21,18 @@ PROJECT = "roam"
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
+_Spec = TypeVar("_Spec", bound=Callable[..., object])
 
-@hookspec
+
+def _kind(kind: str) -> Callable[[_Spec], _Spec]:
+    """Mark a hookspec with the kind of record it yields (the listing verbs use it)."""
+    def mark(spec: _Spec) -> _Spec:
+        spec.roam_kind = kind  # type: ignore[attr-defined]
+        return hookspec(spec)
+    return mark
+
+
+@_kind("backend")
 def roam_storage_backends() -> Iterator[BackendPlugin]:  # type: ignore[empty-body]
     """Yield the storage backends this plugin provides.
 
@@ -33,7 +44,7 @@ def roam_storage_backends() -> Iterator[BackendPlugin]:  # type: ignore[empty-bo
     yield from ()
 
 
-@hookspec
+@_kind("rules")
 def roam_scope_rules(home: Path) -> Iterator[ScopeRuleSet]:  # type: ignore[empty-body]
     """Yield rule sets that classify paths of `home` as shared, local or ignored.
 
@@ -46,7 +57,7 @@ def roam_scope_rules(home: Path) -> Iterator[ScopeRuleSet]:  # type: ignore[empt
     yield from ()
 
 
-@hookspec
+@_kind("sink")
 def roam_session_sinks() -> Iterator[SinkPlugin]:  # type: ignore[empty-body]
     """Yield the session-event sinks this plugin provides.
 
@@ -57,7 +68,7 @@ def roam_session_sinks() -> Iterator[SinkPlugin]:  # type: ignore[empty-body]
     yield from ()
 
 
-@hookspec
+@_kind("merge")
 def roam_merge_formats() -> Iterator[MergeFormat]:  # type: ignore[empty-body]
     """Yield the entry-structured file formats this plugin can merge on pull.
 

@@ -3,7 +3,9 @@
 Nothing is scanned at import time. The first call to a facade method loads the entry
 points of group `roam.plugins` with stevedore; a plugin that fails to import is recorded
 as `broken` (with its error) instead of crashing roam, and every loaded module is
-registered with pluggy, after which `check_pending()` turns a misspelled hook into an error.
+registered with pluggy. A plugin that pluggy refuses (a misspelled hook, an argument no spec
+offers) or whose hook raises is `broken` too; every other plugin keeps working. Hooks are
+called through pluggy, one plugin at a time, so one plugin's failure is charged to it alone.
 """
 
 from __future__ import annotations
@@ -37,12 +39,6 @@ INSTALL_HINTS = {
     "discord": "roam-sink-discord (pip install roam-core[discord])",
 }
 
-_HOOK_KINDS = {
-    "roam_storage_backends": "backend",
-    "roam_scope_rules": "rules",
-    "roam_session_sinks": "sink",
-    "roam_merge_formats": "merge",
-}
 
 
 Origin = tuple[str, str]
@@ -133,7 +129,6 @@ class PluginManager:
                 return
             self._loaded = True
             self._load_entry_points()
-            self._pm.check_pending()
 
     def _load_entry_points(self) -> None:
         from stevedore import EnabledExtensionManager
@@ -166,7 +161,13 @@ class PluginManager:
                 error=message
             )
         for ext in manager.extensions:
-            self._add(ext.name, ext.plugin, origins.of(ext.name, ext.entry_point.value))
+            origin = origins.of(ext.name, ext.entry_point.value)
+            try:
+                self._add(ext.name, ext.plugin, origin)
+            except pluggy.PluginValidationError as error:
+                log.warning("roam plugin %s is invalid: %s", ext.name, error)
+                self._entries[ext.name] = _Entry(ext.name, origin, "broken",
+                                                 error=f"invalid plugin: {error}")
 
     def _add(self, name: str, module: Any, origin: Origin | Callable[[], Origin]) -> None:
         previous = self._entries.get(name)
@@ -177,10 +178,23 @@ class PluginManager:
                 plugin=name,
             )
         try:
+            hash(module)
+        except TypeError:
+            raise PluginError(f"plugin {name!r} must be a module or another hashable object",
+                              name) from None
+        try:
             self._pm.register(module, name=name)
+        except pluggy.PluginValidationError:
+            raise
         except ValueError as error:
             raise PluginError(f"plugin {name!r} cannot be registered: {error}", name) from None
-        kinds = [kind for hook, kind in _HOOK_KINDS.items() if hasattr(module, hook)]
+        try:
+            # Everything registered before passed this check, so a failure is this plugin's.
+            self._pm.check_pending()
+        except pluggy.PluginValidationError:
+            self._pm.unregister(module)
+            raise
+        kinds = [kind for hook, kind in hook_kinds().items() if hasattr(module, hook)]
         doc = getattr(module, "__doc__", None)
         self._entries[name] = _Entry(
             name, origin, "active", _first_line(doc), module=module, kinds=kinds
@@ -189,24 +203,31 @@ class PluginManager:
     def register(
         self, module: ModuleType | object, name: str, distribution: str = "(in-process)"
     ) -> None:
-        """Register a plugin object directly (tests, embedding). Loads entry points first."""
+        """Register a plugin object directly (tests, embedding). Loads entry points first.
+
+        Unlike an entry point, a plugin registered here that pluggy refuses raises
+        `pluggy.PluginValidationError`: the caller wrote it and should hear about it.
+        """
         with self._lock:
             self.load()
             self._add(name, module, (distribution, "0"))
-            self._pm.check_pending()
 
     # -- typed facade --------------------------------------------------------------------
 
     def _collect(self, hook: str, kwargs: dict[str, Any]) -> list[tuple[_Entry, Any]]:
         self.load()
-        caller = getattr(self._pm.hook, hook)
+        impls = getattr(self._pm.hook, hook).get_hookimpls()
         results: list[tuple[_Entry, Any]] = []
-        for impl in reversed(caller.get_hookimpls()):
+        for impl in reversed(impls):
             entry = self._entries.get(impl.plugin_name)
             if entry is None or entry.status != "active":
                 continue
+            # One plugin at a time, through pluggy (which passes each hook the subset of
+            # arguments it asks for), so that a raising hook is charged to its own plugin.
+            alone = self._pm.subset_hook_caller(
+                hook, remove_plugins=[other.plugin for other in impls if other is not impl])
             try:
-                records = list(impl.function(**kwargs) or ())
+                records = [record for batch in alone(**kwargs) for record in (batch or ())]
             except Exception as error:  # a plugin's bug must not take roam down
                 log.warning("roam plugin %s failed in %s: %s", entry.name, hook, error)
                 entry.status = "broken"
@@ -293,11 +314,15 @@ class PluginManager:
             error=entry.error,
         )
 
-    def listing(self, kind: str) -> list[PluginInfo]:
-        """Rows for `roam backends|sinks|rules list`: records plus broken/disabled plugins."""
-        hook = {"backend": "roam_storage_backends", "sink": "roam_session_sinks",
-                "rules": "roam_scope_rules"}[kind]
-        kwargs: dict[str, Any] = {"home": Path(".")} if kind == "rules" else {}
+    def listing(self, kind: str, home: Path | None = None) -> list[PluginInfo]:
+        """Rows for `roam backends|sinks|rules list`: records plus broken/disabled plugins.
+
+        `home` is what rule providers are asked about (required for the `rules` kind).
+        """
+        hook = next(name for name, hook_kind in hook_kinds().items() if hook_kind == kind)
+        if kind == "rules" and home is None:
+            raise ValueError("listing rule providers needs the home they classify")
+        kwargs: dict[str, Any] = {"home": home} if home is not None else {}
         rows: list[PluginInfo] = []
         for entry, record in self._collect(hook, kwargs):
             name = getattr(record, "name", None) or getattr(record, "provider", entry.name)
@@ -330,4 +355,9 @@ def reset_manager() -> None:
 def hook_names() -> list[str]:
     """The names of every hookspec, for documentation and tests."""
     return [name for name in dir(hookspecs) if name.startswith("roam_")]
+
+
+def hook_kinds() -> dict[str, str]:
+    """Each hookspec's name and the kind of record it yields, as hookspecs.py marks them."""
+    return {name: getattr(hookspecs, name).roam_kind for name in hook_names()}
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from roam_core.cli.output import emit_json, table
+from roam_core.home import resolve_home
 from roam_core.manager import get_manager
 
 HEADERS = ("Name", "Distribution", "Version", "Status", "Summary")
@@ -15,7 +16,11 @@ EMPTY = {"plugin": "No plugins installed.", "backend": "No backends installed.",
 def _run(args: argparse.Namespace) -> int:
     manager = get_manager()
     kind = args.listing_kind
-    rows = manager.plugins() if kind == "plugin" else manager.listing(kind)
+    if kind == "plugin":
+        rows = manager.plugins()
+    else:
+        home = resolve_home(getattr(args, "home", None)).root if kind == "rules" else None
+        rows = manager.listing(kind, home=home)
     if args.json:
         emit_json([row.as_json() for row in rows])
         return 0
