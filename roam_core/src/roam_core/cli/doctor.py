@@ -58,7 +58,8 @@ def checks(session: Session) -> list[DoctorCheck]:
             found = read_verified_head(session, state)
             if found is None:
                 return "no HEAD yet (run roam init)"
-            floor = load_floor(session.state_dir, session.backend.identity())
+            floor = load_floor(session.state_dir, found.store, session.backend.identity(),
+                               state)
             return f"generation {found.generation} verifies, not below the floor ({floor})"
 
         if rows[0][1]:

@@ -136,7 +136,7 @@ class Checker:
         if state is not None and state.store and head.store != state.store:
             report.add("HEAD", f"belongs to another fleet ({head.store[:12]}, this device "
                        f"joined {state.store[:12]})")
-        report.floor = load_floor(self.session.state_dir, report.identity)
+        report.floor = load_floor(self.session.state_dir, head.store, report.identity, state)
         if head.generation < report.floor:
             report.add("HEAD", f"generation {head.generation} is below generation "
                        f"{report.floor} that this device already verified (rolled back)")

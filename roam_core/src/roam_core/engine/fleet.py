@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from roam_core import __version__
 from roam_core.engine.push import now_iso
+from roam_core.engine.remote import refuse_rollback
 from roam_core.engine.session import Session, hermes_version
 from roam_core.engine.state import LocalState, raise_floor, save_state
 from roam_core.errors import RefConflict, UserError
@@ -37,15 +38,18 @@ def init(session: Session, *, create_remote: bool = False) -> InitResult:
     if head is None:
         head = _found(session)
         founded = True
+    else:
+        # joining below a floor this device holds for this store would install a replay
+        refuse_rollback(session, head, previous)
     if previous is not None and previous.store == head.store and previous.identity == identity:
-        raise_floor(session.state_dir, identity, previous.generation or 0)
+        raise_floor(session.state_dir, head.store, identity, previous.generation or 0)
         return InitResult(False, head.generation, identity, previous.device, rejoined=True)
     state = LocalState(device=session.device, store=head.store, identity=identity)
     if founded:
         state.generation = head.generation
         state.snapshot = head.snapshot
     save_state(session.state_dir, state)
-    raise_floor(session.state_dir, identity, head.generation if founded else 0)
+    raise_floor(session.state_dir, head.store, identity, head.generation if founded else 0)
     return InitResult(founded, head.generation, identity, state.device)
 
 

@@ -63,7 +63,8 @@ def pull(session: Session, *, apply: bool = False, overwrite_conflicts: bool = F
     else:
         save_state(session.state_dir, new_state)
     if not (keep_seen or only):
-        raise_floor(session.state_dir, session.backend.identity(), view.head.generation)
+        raise_floor(session.state_dir, view.head.store, session.backend.identity(),
+                    view.head.generation)
         view.remember_trees()
     result.applied = True
     return result

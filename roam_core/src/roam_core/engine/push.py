@@ -212,7 +212,7 @@ def _publish(session: Session, state: LocalState, view: remote_module.RemoteView
     except RefConflict:
         raise ConflictError("the remote head moved ahead — run roam pull first") from None
     kill_point("push:head")
-    raise_floor(session.state_dir, session.backend.identity(), generation)
+    raise_floor(session.state_dir, head.store, session.backend.identity(), generation)
     kill_point("push:state")
     state.generation = generation
     state.snapshot = snapshot_id

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 
 from roam_core.engine.session import Session
-from roam_core.engine.state import LocalState, load_floor
+from roam_core.engine.state import RECOVERY_DOC, LocalState, load_floor
 from roam_core.errors import ConflictError, IntegrityError, UserError
 from roam_core.store.manifest import Manifest
 from roam_core.store.objects import Head, Snapshot
@@ -43,13 +43,18 @@ def read_verified_head(session: Session, state: LocalState | None) -> Head | Non
             f"the store's HEAD belongs to another fleet ({head.store[:12]}, expected "
             f"{state.store[:12]}); check the backend settings"
         )
-    floor = load_floor(session.state_dir, session.backend.identity())
+    refuse_rollback(session, head, state)
+    return head
+
+
+def refuse_rollback(session: Session, head: Head, state: LocalState | None) -> None:
+    """Raise when `head` is below the floor this device holds for its store, however reached."""
+    floor = load_floor(session.state_dir, head.store, session.backend.identity(), state)
     if head.generation < floor:
         raise IntegrityError(
             f"rollback refused: the store's HEAD is generation {head.generation}, below "
-            f"generation {floor} that this device already verified"
+            f"generation {floor} that this device already verified (see {RECOVERY_DOC})"
         )
-    return head
 
 
 def load_remote(session: Session, state: LocalState | None) -> RemoteView | None:
