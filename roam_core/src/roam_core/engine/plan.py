@@ -2,9 +2,10 @@
 
 Nothing is written here. The plan says what an install would do and why, and carries the
 ops the journal will run. Config files always go through the key-by-key merge (their host
-keys must survive), memory files through the entry merge when both sides changed, and
-everything else is a file: taken when only the remote changed, kept when only this device
-changed it, a conflict kept local when both did (unless overwriting was asked for).
+keys must survive), files with a registered entry format (core's memory format or a
+plugin's) through the entry merge when both sides changed, and everything else is a file:
+taken when only the remote changed, kept when only this device changed it, a conflict kept
+local when both did (unless overwriting was asked for).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from roam_core.store.manifest import FileEntry, Manifest
 from roam_core.tiers.archive import is_archive
 from roam_core.tiers.cron import is_jobs_file
 from roam_core.tiers.planning import archive_off_rows, iter_tier_lines, plan_archive, plan_cron
-from roam_core.types import Scope
+from roam_core.types import MergeFormat, Scope
 
 
 @dataclass
@@ -104,6 +105,7 @@ class Planner:
         self.plan = Plan(view.head.generation, view.head.device, view.snapshot.created)
         self.new_state = copy.deepcopy(state)
         self.unseen: set[str] = set()
+        self._formats: list[MergeFormat] | None = None
 
     def build(self) -> Plan:
         remote = self.view.manifest
@@ -190,18 +192,10 @@ class Planner:
             self.plan.local_changes.append(rel)
         elif local_same_as_base or (loc is None and b is None):
             self._take(rel, r, loc)
-        elif (r is not None and loc is not None and self._is_memory(rel)
-              and self._memory(rel, r, b, loc)):
+        elif r is not None and loc is not None and self._entry_merge(rel, r, b, loc):
             return
         else:
             self._conflict(rel, r, loc)
-
-    def _is_memory(self, rel: str) -> bool:
-        try:
-            from roam_core.merge import is_memory_file
-        except ImportError:
-            return False
-        return bool(is_memory_file(rel))
 
     def _take(self, rel: str, r: FileEntry | None, loc: LocalFile | None,
               overwrite: bool = False) -> None:
@@ -245,13 +239,22 @@ class Planner:
                                     None if loc is None else loc.signature, _raw_sha(loc),
                                     source=_bytes_source(data)))
 
-    def _memory(self, rel: str, r: FileEntry, b: FileEntry | None, loc: LocalFile) -> bool:
-        from roam_core.merge import merge_memory
+    def _entry_merge(self, rel: str, r: FileEntry, b: FileEntry | None,
+                     loc: LocalFile) -> bool:
+        """Merge a file both sides changed through its registered entry format, if it has one.
 
+        Core's memory format is one registered format among the plugins' (`merge_formats`).
+        """
+        from roam_core.merge import format_for, merge_file, merge_formats
+
+        if self._formats is None:
+            self._formats = merge_formats()
+        if format_for(rel, self._formats) is None:
+            return False
         base_bytes = None if b is None else self.session.repo.read_content(b)
         remote_bytes = self.session.repo.read_content(r)
-        merged = merge_memory(base_bytes, loc.path.read_bytes(), remote_bytes,
-                              overwrite_conflicts=self.overwrite)
+        merged = merge_file(rel, base_bytes, loc.path.read_bytes(), remote_bytes,
+                            self._formats, overwrite_conflicts=self.overwrite)
         if merged is None:
             return False
         self.plan.memories_merged.append({
