@@ -283,17 +283,23 @@ def usage(path: tuple[str, ...], parser: argparse.ArgumentParser) -> str:
     for action in parser._actions:
         if isinstance(action, argparse._HelpAction):
             continue
-        if path and action.dest in ("home", "verbose"):
+        if path and action.dest in GLOBAL_DESTS:
             continue
         parts.append(_option_usage(action) if action.option_strings
                      else _positional_usage(action))
     return " ".join(parts)
 
 
-def _arguments(parser: argparse.ArgumentParser) -> list[tuple[str, str]]:
+#: The global options every verb also takes after its name; listed once, at the top.
+GLOBAL_DESTS = ("home", "verbose", "quiet")
+
+
+def _arguments(parser: argparse.ArgumentParser, verb: bool = False) -> list[tuple[str, str]]:
     rows: list[tuple[str, str]] = []
     for action in parser._actions:
         if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
+            continue
+        if verb and action.dest in GLOBAL_DESTS:
             continue
         if action.option_strings:
             names = ", ".join(action.option_strings)
@@ -331,13 +337,15 @@ def cli_reference() -> str:
         "Generated from the same argparse tree that prints `roam … --help` (and that "
         "`hermes roam …` mounts), so it lists every verb this version has. Exit codes: `0` "
         "ok, `1` error, `2` conflict (the remote moved ahead, or conflicts were kept local), "
-        "`130` interrupted.",
+        "`64` usage error (a mistyped verb or flag; the nearest one is suggested), "
+        "`130` interrupted, `141` the output pipe closed early (`roam rules | head`).",
         "",
         f"```text\n{usage((), parser)}\n```",
         "",
         str(parser.description or ""),
         "",
-        "Global options go before the verb (`roam --home ~/other-home status`):",
+        "Global options go before or after the verb (`roam --home ~/other-home status`, "
+        "`roam status -v`); `--json` before the verb works for verbs that have it:",
         "",
         "| Option | Meaning |",
         "|---|---|",
@@ -354,7 +362,7 @@ def cli_reference() -> str:
         if description:
             out += [description[0].upper() + description[1:], ""]
         out += [f"```text\n{usage(path, child)}\n```"]
-        rows = _arguments(child)
+        rows = _arguments(child, verb=True)
         if rows:
             out += ["", "| Argument | Meaning |", "|---|---|"]
             out += [f"| `{names}` | {_cell(text)} |" for names, text in rows]

@@ -58,4 +58,4 @@ def test_real_cli_process(make_home: Callable[..., Path]) -> None:
     result = run_roam("--home", str(make_home("a")), "auto", "status")
     assert result.returncode == 0 and "auto push: off" in result.stdout
     bad = run_roam("auto", "sideways")
-    assert bad.returncode == 2 and "invalid choice" in bad.stderr
+    assert bad.returncode == 64 and "invalid choice" in bad.stderr

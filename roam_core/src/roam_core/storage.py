@@ -8,7 +8,10 @@ cross-cutting duties (deadlines, key validation, size limits) so plugins need no
 from __future__ import annotations
 
 import abc
+import contextlib
+import logging
 import re
+import time
 from collections.abc import Iterator
 
 from roam_core import deadline as _deadline
@@ -19,6 +22,8 @@ from roam_core.types import Capabilities
 #: a backend MAY reject anything else with `BackendError` and MUST NOT corrupt it silently.
 KEY_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)*$")
 REF_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+log = logging.getLogger(__name__)
 
 #: One row of `roam doctor`: (check name, ok, detail).
 DoctorCheck = tuple[str, bool, str]
@@ -141,12 +146,30 @@ class GuardedBackend(Backend):
         if current is not None:
             current.check()
 
+    @contextlib.contextmanager
+    def _logged(self, call: str, detail: str = "") -> Iterator[None]:
+        """`roam -v`: one line per remote request with its outcome and duration."""
+        if not log.isEnabledFor(logging.INFO):
+            yield
+            return
+        started = time.monotonic()
+        outcome = "ok"
+        try:
+            yield
+        except BaseException as failure:
+            outcome = type(failure).__name__
+            raise
+        finally:
+            took = (time.monotonic() - started) * 1000
+            log.info("%s %s %s: %s in %.1f ms", self.name, call, detail, outcome, took)
+
     def get(self, key: str, offset: int = 0, length: int | None = None) -> bytes:
         validate_key(key)
         if offset < 0 or (length is not None and length < 0):
             raise BackendError(f"invalid range {offset}+{length} for {key}")
         self._check()
-        return self.inner.get(key, offset, length)
+        with self._logged("get", key):
+            return self.inner.get(key, offset, length)
 
     def put_new(self, key: str, data: bytes) -> None:
         validate_key(key)
@@ -154,7 +177,8 @@ class GuardedBackend(Backend):
         if limit is not None and len(data) > limit:
             raise BackendError(f"object {key} is {len(data)} bytes, over the backend's {limit}")
         self._check()
-        self.inner.put_new(key, bytes(data))
+        with self._logged("put_new", f"{key} ({len(data)} bytes)"):
+            self.inner.put_new(key, bytes(data))
 
     def list(self, prefix: str = "") -> Iterator[str]:
         self._check()
@@ -163,23 +187,27 @@ class GuardedBackend(Backend):
     def read_ref(self, name: str) -> tuple[bytes, str] | None:
         validate_ref(name)
         self._check()
-        return self.inner.read_ref(name)
+        with self._logged("read_ref", name):
+            return self.inner.read_ref(name)
 
     def swap_ref(self, name: str, data: bytes, expected_version: str | None) -> str:
         validate_ref(name)
         self._check()
-        return self.inner.swap_ref(name, bytes(data), expected_version)
+        with self._logged("swap_ref", name):
+            return self.inner.swap_ref(name, bytes(data), expected_version)
 
     def identity(self) -> str:
         return self.inner.identity()
 
     def flush(self) -> None:
         self._check()
-        self.inner.flush()
+        with self._logged("flush"):
+            self.inner.flush()
 
     def ping(self) -> None:
         self._check()
-        self.inner.ping()
+        with self._logged("ping"):
+            self.inner.ping()
 
     def close(self) -> None:
         self.inner.close()
@@ -194,4 +222,5 @@ class GuardedBackend(Backend):
     def exists(self, key: str) -> bool:
         validate_key(key)
         self._check()
-        return self.inner.exists(key)
+        with self._logged("exists", key):
+            return self.inner.exists(key)

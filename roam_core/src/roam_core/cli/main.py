@@ -1,4 +1,8 @@
-"""The `roam` entry point: one argparse tree, one error policy, exit codes 0 / 1 / 2."""
+"""The `roam` entry point: one argparse tree, one error policy.
+
+Exit codes: 0 done, 1 failed (one line says why), 2 behind or conflicts kept,
+64 usage error, 130 interrupted, 141 stdout closed early (`roam rules | head`).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,15 @@ import sys
 from collections.abc import Sequence
 
 from roam_core import __version__
+from roam_core.cli import output
 from roam_core.cli.output import error
+from roam_core.cli.parser import (
+    EX_USAGE,
+    RoamParser,
+    add_global_flags,
+    apply_global_json,
+    spread_global_flags,
+)
 from roam_core.errors import RoamError
 
 #: Modules under `roam_core.cli` that add verbs; each has `register(subparsers)`.
@@ -19,7 +31,7 @@ COMMAND_MODULES = ("listing", "rules", "demo", "config", "sync", "pull", "doctor
 
 def build_parser(prog: str = "roam") -> argparse.ArgumentParser:
     """The whole command tree; `hermes roam` mounts the same subcommands."""
-    parser = argparse.ArgumentParser(
+    parser = RoamParser(
         prog=prog,
         description="Keep a Hermes Agent home in sync between your machines, end-to-end "
         "encrypted, through storage you own.",
@@ -31,12 +43,13 @@ def build_parser(prog: str = "roam") -> argparse.ArgumentParser:
 
 def add_verbs(parser: argparse.ArgumentParser) -> None:
     """Add the global options and every verb to `parser`."""
-    parser.add_argument("--home", metavar="DIR",
-                        help="the Hermes home (default: $HERMES_HOME, else ~/.hermes)")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log what happens")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    add_global_flags(parser)
+    # RoamParser below whatever parser mounts us (Hermes's too): usage errors exit 64
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND",
+                                       parser_class=RoamParser)
     for name in COMMAND_MODULES:
         importlib.import_module(f"roam_core.cli.{name}").register(subparsers)
+    spread_global_flags(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,8 +58,17 @@ def run(args: argparse.Namespace) -> int:
     if func is None:
         build_parser().print_help()
         return 1
+    problem = apply_global_json(args)
+    if problem:
+        error(problem)
+        return EX_USAGE
+    output.set_quiet(bool(getattr(args, "quiet", False)))
     try:
-        return int(func(args) or 0)
+        code = int(func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, inside the policy, not at exit
+        return code
+    except BrokenPipeError:
+        return _stdout_gone()
     except RoamError as failure:
         error(str(failure))
         return failure.exit_code
@@ -57,8 +79,18 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         error("interrupted")
         return 130
-    except BrokenPipeError:
-        return 0
+
+
+def _stdout_gone() -> int:
+    """The reader left (`| head`): end quietly with git's code, 128 + SIGPIPE."""
+    import os
+
+    # Python would flush stdout again at exit and print "Exception ignored…"; point the
+    # descriptor at /dev/null so that last flush has somewhere to go.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 141
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -69,8 +101,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     parser = build_parser()
     args = parser.parse_args(words)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="roam: %(message)s")
+    level = (logging.ERROR if args.quiet else logging.WARNING if not args.verbose
+             else logging.INFO if args.verbose == 1 else logging.DEBUG)
+    logging.basicConfig(level=level, format="roam: %(message)s")
     return run(args)
 
 

@@ -8,6 +8,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+_quiet = False
+
 _UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 
 
@@ -47,6 +49,14 @@ def error(message: str) -> None:
     print(f"roam: {first[0]}", file=sys.stderr)
 
 
+def set_quiet(quiet: bool) -> None:
+    """`-q`: notices are dropped; results and errors still print."""
+    global _quiet
+    _quiet = quiet
+
+
 def note(message: str) -> None:
-    """Print a one-line notice on stderr (recoveries, warnings)."""
+    """Print a one-line notice on stderr (recoveries, warnings), unless `-q` was given."""
+    if _quiet:
+        return
     print(f"roam: {sanitize(message)}", file=sys.stderr)

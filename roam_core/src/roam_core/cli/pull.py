@@ -127,7 +127,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="only the cron job definitions (sync_cron); new or changed jobs "
                         "land paused; does not advance the generation this device has seen")
     parser.add_argument("--json", action="store_true", help="print JSON")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     parser.set_defaults(func=_pull)
 
     parser = subparsers.add_parser("diff", help="the pull preview grouped by scope class")

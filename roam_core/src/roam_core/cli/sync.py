@@ -168,7 +168,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="publish even though the remote moved ahead")
     parser.add_argument("--dry-run", action="store_true", help="list what would be pushed")
     parser.add_argument("--json", action="store_true", help="print JSON")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress display")
     parser.set_defaults(func=_push)
 
     parser = subparsers.add_parser("devices", help="the fleet's devices")
