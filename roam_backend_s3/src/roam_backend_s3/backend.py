@@ -33,8 +33,9 @@ from roam_core.storage import Backend, DoctorChecks, validate_key, validate_ref
 from roam_core.types import Capabilities
 
 #: Objects larger than this go up in parts (S3 caps a single PUT at 5 GiB; parts also keep
-#: each request short enough for the read timeout).
-MULTIPART_THRESHOLD = 16 * 1024 * 1024
+#: each request short enough for the read timeout). Well above a pack (16 MiB, a little more
+#: when its last blob overshoots), so a whole pack is one PUT, not six round trips.
+MULTIPART_THRESHOLD = 64 * 1024 * 1024
 PART_SIZE = 8 * 1024 * 1024
 REF_MAGIC = b"roam-ref 1 "
 _NONCE_HEX = 32
@@ -156,8 +157,8 @@ class S3Backend(Backend):
                 raise self._failure(error, "PutObject") from None
 
     def _put_large(self, key: str, s3_key: str, data: bytes) -> None:
-        if self.exists(key):
-            raise ObjectExists(key)  # fail before uploading the parts
+        # no look first: the conditional completion refuses a key that is there, and a look
+        # costs every new object a round trip to save one that already exists
         try:
             multipart.upload(self._request, key, s3_key, data, self.part_size, ERRORS)
         except ERRORS as error:

@@ -1,5 +1,8 @@
 """Reading an install's new contents ahead, in a thread, while the caller writes them.
 
+Contents from the store come through one `ContentStream`: blobs read per pack span, several
+spans in flight, not one request per file.
+
 The store's reads, decryption and decompression release the GIL, so they overlap the
 kernel's file creation in the install's thread. A bounded amount is held ahead, and each
 side is woken per batch, not per chunk: every wake-up is a pair of context switches, 40,000
@@ -16,6 +19,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from roam_core.errors import RoamError
+from roam_core.store.content import ContentSource, ContentStream
 
 if TYPE_CHECKING:
     from roam_core.engine.journal import Op
@@ -27,6 +31,17 @@ PREFETCH_JOIN = 30.0
 #: A waiting writer is woken when this many items or bytes are ready (or the reader ends).
 WAKE_ITEMS = 256
 WAKE_BYTES = 4 * 1024 * 1024
+
+
+def _stream(ops: list[Op]) -> ContentStream | None:
+    """One stream for the ops' store contents, read per pack span (None: there are none)."""
+    sources = [op.source for op in ops if isinstance(op.source, ContentSource)]
+    if not sources:
+        return None
+    repo = sources[0].repo
+    if any(source.repo is not repo for source in sources):
+        return None  # contents of two stores: each file is read on its own
+    return ContentStream(repo, [source.entry for source in sources])
 
 
 class Content:
@@ -69,13 +84,16 @@ class Prefetch:
         self._thread.start()
 
     def _run(self) -> None:
+        stream = _stream(self._ops)
         try:
             for op in self._ops:
                 assert op.source is not None
                 # a store source checks the bytes against this digest itself as it reads
                 checked = op.sha256 is not None and getattr(op.source, "sha256", None) == op.sha256
                 digest = None if checked else hashlib.sha256()
-                for chunk in op.source():
+                chunks = stream.content(op.source.entry) if stream is not None and \
+                    isinstance(op.source, ContentSource) else op.source()
+                for chunk in chunks:
                     if digest is not None:
                         digest.update(chunk)
                     if not self._put(chunk, len(chunk)):
@@ -85,6 +103,8 @@ class Prefetch:
         except BaseException as failure:  # handed to the caller, raised there
             self._put(failure, 0)
         finally:
+            if stream is not None:
+                stream.close()
             self._finish()
 
     def _put(self, item: bytes | str | BaseException, size: int) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
+import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,8 @@ from roam_core import crypto
 from roam_core.errors import ArchiveKeyError, IntegrityError, ObjectNotFound
 from roam_core.storage import Backend
 from roam_core.store import codec
+from roam_core.store.cache_files import read_known, write_cache, write_known
+from roam_core.store.content import ContentSource, checked_content
 from roam_core.store.manifest import BlobRef, FileEntry, Manifest, check_manifest, is_hex64
 from roam_core.store.objects import (
     HEAD_REF,
@@ -30,12 +32,17 @@ from roam_core.store.objects import (
     snapshot_key,
     tree_key,
 )
+from roam_core.store.parallel import ParallelReads, read_workers
+from roam_core.store.spans import SPAN_WORKERS, Span, SpanReader, plan_spans
+from roam_core.store.tree_reuse import Reuse, changed_folders
 from roam_core.store.uploads import Uploads, put_once
 
 #: Under the indexes cache: one JSON line per index already read.
 KNOWN_FILE = "known.jsonl"
 #: Under the trees cache: the trees of the generation this device last wrote or applied.
 REACHED_FILE = "reached.json"
+#: Tree uploads at once on a remote store (the S3 client's pool holds as many connections).
+TREE_UPLOADS = 32
 
 
 class Repository:
@@ -51,6 +58,7 @@ class Repository:
         self.seen_trees: set[str] = set()
         #: For each root tree loaded or written here: folder path ("" for the root) → tree id.
         self.folders: dict[str, dict[str, str]] = {}
+        self._known_lock = threading.Lock()
 
     # -- HEAD ----------------------------------------------------------------------------
 
@@ -101,7 +109,7 @@ class Repository:
         if cached is not None and self.backend.capabilities.remote:
             # a copy pays only where a read leaves the machine: on a local store it costs a
             # file creation per tree (seconds for a large home) to save a local read
-            _write_cache(cached, plain)
+            write_cache(cached, plain)
         return value
 
     def _write_json(self, kind: bytes, value: dict[str, Any], key_of: Any,
@@ -137,30 +145,50 @@ class Repository:
         return entries
 
     def load_manifest(self, root_tree: str) -> Manifest:
-        """Flatten the tree rooted at `root_tree` into a validated manifest."""
+        """Flatten the tree rooted at `root_tree` into a validated manifest.
+
+        Trees are read level by level, each level's in parallel on a remote store: a home of
+        3,000 folders costs its depth in waits, not 3,000 round trips one after another.
+        """
         files: list[FileEntry] = []
-        stack: list[tuple[str, str, int]] = [("", root_tree, 0)]
         folders: dict[str, str] = {}
-        while stack:
-            prefix, tree_id, depth = stack.pop()
-            if depth > 64:
-                raise IntegrityError(f"integrity error: tree {tree_id} nests too deep")
-            folders[prefix[:-1]] = tree_id
-            for name, node in self.load_tree(tree_id).items():
-                path = f"{prefix}{name}"
-                if not isinstance(node, dict):
-                    raise IntegrityError(f"integrity error: tree {tree_id} is malformed")
-                kind = node.pop("t", None)  # what is left of a file is its entry's JSON
-                if kind == "d":
-                    stack.append((path + "/", str(node.get("tree")), depth + 1))
-                elif kind == "f":
-                    files.append(FileEntry.from_json(path, node, f"tree {tree_id}"))
-                else:
-                    raise IntegrityError(f"integrity error: tree {tree_id} is malformed")
+        level: list[tuple[str, str]] = [("", root_tree)]
+        depth = 0
+        with ParallelReads(read_workers(self.backend)) as reads:
+            while level:
+                if depth > 64:
+                    raise IntegrityError(f"integrity error: tree {level[0][1]} nests too deep")
+                ids = sorted({tree_id for _prefix, tree_id in level})
+                loaded = dict(zip(ids, reads.map(self.load_tree, ids), strict=True))
+                below: list[tuple[str, str]] = []
+                for prefix, tree_id in level:
+                    folders[prefix[:-1]] = tree_id
+                    self._flatten(tree_id, prefix, loaded[tree_id], files, below)
+                level = below
+                depth += 1
         manifest = check_manifest(files, self.max_file_size, f"snapshot tree {root_tree}")
         self.seen_trees.update(folders.values())
         self.folders[root_tree] = folders
         return manifest
+
+    @staticmethod
+    def _flatten(tree_id: str, prefix: str, entries: dict[str, Any], files: list[FileEntry],
+                 below: list[tuple[str, str]]) -> None:
+        """One tree's files into `files`, its subtrees into `below` (the next level)."""
+        for name, node in entries.items():
+            path = f"{prefix}{name}"
+            if not isinstance(node, dict):
+                raise IntegrityError(f"integrity error: tree {tree_id} is malformed")
+            kind = node.get("t")
+            if kind == "d":
+                below.append((path + "/", str(node.get("tree"))))
+            elif kind == "f":
+                # what is left of a file is its entry's JSON (one tree may fill two folders,
+                # so its nodes are read, never changed)
+                entry = {key: value for key, value in node.items() if key != "t"}
+                files.append(FileEntry.from_json(path, entry, f"tree {tree_id}"))
+            else:
+                raise IntegrityError(f"integrity error: tree {tree_id} is malformed")
 
     def write_manifest(self, manifest: Manifest, base: Manifest | None = None,
                        base_folders: Mapping[str, str] | None = None) -> str:
@@ -180,9 +208,11 @@ class Repository:
             node[parts[-1]] = entry
         reuse = None
         if base is not None and base_folders is not None:
-            reuse = _Reuse(base_folders, _changed_folders(manifest, base))
-        # a first push writes one tree per folder: in parallel, all stored before returning
-        uploads = Uploads(self.backend)
+            reuse = Reuse(base_folders, changed_folders(manifest, base))
+        # a first push writes one tree per folder: in parallel, all stored before returning;
+        # each is a small PUT whose cost is its round trip, so many go at once on a remote
+        uploads = Uploads(self.backend, TREE_UPLOADS if self.backend.capabilities.remote
+                          and not self.backend.capabilities.batched_publish else None)
         folders: dict[str, str] = {}
         try:
             root_id = self._write_node(root, "", uploads, folders, reuse)
@@ -194,7 +224,7 @@ class Repository:
         return root_id
 
     def _write_node(self, node: dict[str, Any], path: str, uploads: Uploads,
-                    folders: dict[str, str], reuse: _Reuse | None) -> str:
+                    folders: dict[str, str], reuse: Reuse | None) -> str:
         if reuse is not None and reuse.keep(node, path, folders):
             return folders[path]
         entries: dict[str, Any] = {}
@@ -221,7 +251,7 @@ class Repository:
         folders = self.folders.get(root_tree)
         if cache is None or folders is None:
             return
-        _write_cache(cache, json.dumps({"snapshot": snapshot_id, "root": root_tree,
+        write_cache(cache, json.dumps({"snapshot": snapshot_id, "root": root_tree,
                                         "folders": folders}).encode())
 
     def recall_trees(self, snapshot_id: str) -> dict[str, str] | None:
@@ -254,20 +284,49 @@ class Repository:
 
     def _read_blob(self, ref: BlobRef) -> tuple[bytes, bytes]:
         """The blob's bytes and their SHA-256 (already computed to check its name)."""
-        blob_id, pack, offset, length = ref
-        what = f"blob {blob_id[:16]} in {pack}"
+        _blob_id, pack, offset, length = ref
         try:
             sealed = self.backend.get(pack, offset, length)
         except ObjectNotFound:
             raise IntegrityError(f"integrity error: {pack} is missing from the store") from None
+        return self._open_blob(ref, sealed)
+
+    def _open_blob(self, ref: BlobRef, sealed: bytes | memoryview) -> tuple[bytes, bytes]:
+        """Authenticate, decode and re-name one blob read from its pack."""
+        blob_id, pack, _offset, length = ref
+        what = f"blob {blob_id[:16]} in {pack}"
         if len(sealed) != length:
             raise IntegrityError(f"integrity error: {what} is truncated")
         data = codec.decode(crypto.open_sealed(self.keys.encryption, crypto.KIND_BLOB, blob_id,
-                                               sealed, what), what)
+                                               bytes(sealed), what), what)
         digest = hashlib.sha256(data).digest()
         if self.keys.name(crypto.KIND_BLOB, digest) != blob_id:
             raise IntegrityError(f"integrity error: {what} does not match its name")
         return data, digest
+
+    def _read_span(self, span: Span) -> list[object]:
+        """Every blob of `span`, from one ranged read of its pack."""
+        try:
+            data = memoryview(self.backend.get(span.pack, span.start, span.size))
+        except ObjectNotFound:
+            raise IntegrityError(f"integrity error: {span.pack} is missing from the "
+                                 "store") from None
+        return [self._open_blob(ref, data[ref[2] - span.start:ref[2] - span.start + ref[3]])
+                for ref in span.refs]
+
+    def read_blobs(self, refs: list[BlobRef]) -> Iterator[tuple[bytes, bytes]]:
+        """Each blob's bytes and SHA-256, in order: one ranged read per pack span.
+
+        Spans are read several at a time on a remote store, at most a window of bytes
+        ahead of the caller (see `roam_core.store.spans`).
+        """
+        workers = SPAN_WORKERS if self.backend.capabilities.remote else 1
+        reader = SpanReader(plan_spans(refs), self._read_span, workers)
+        try:
+            for _ref, result in reader:
+                yield result  # type: ignore[misc]
+        finally:
+            reader.close()
 
     def content_source(self, entry: FileEntry) -> ContentSource:
         """A re-readable source of the file's bytes that checks them against `entry`."""
@@ -275,26 +334,7 @@ class Repository:
 
     def iter_content(self, entry: FileEntry) -> Iterator[bytes]:
         """The file's bytes, blob by blob; the whole-file digest is checked at the end."""
-        if len(entry.blobs) == 1:
-            # one blob (most files): its name check already hashed exactly the file's bytes
-            data, single = self._read_blob(entry.blobs[0])
-            if len(data) != entry.size or single.hex() != entry.sha256:
-                raise IntegrityError(f"integrity error: content of {entry.path!r} does not "
-                                     "match its manifest entry")
-            yield data
-            return
-        digest = hashlib.sha256()
-        size = 0
-        for ref in entry.blobs:
-            data = self.read_blob(ref)
-            digest.update(data)
-            size += len(data)
-            if size > entry.size:
-                break
-            yield data
-        if size != entry.size or digest.hexdigest() != entry.sha256:
-            raise IntegrityError(f"integrity error: content of {entry.path!r} does not match "
-                                 "its manifest entry")
+        return checked_content(entry, (self._read_blob(ref) for ref in entry.blobs))
 
     def read_content(self, entry: FileEntry) -> bytes:
         return b"".join(self.iter_content(entry))
@@ -306,19 +346,23 @@ class Repository:
         appends the new ones instead of rewriting them all.
         """
         cache = self._cache_path("indexes", KNOWN_FILE)
-        known = _read_known(cache) if cache is not None else {}
+        known = read_known(cache) if cache is not None else {}
         listed = {key.rpartition("/")[2] for key in self.backend.list("index/")}
         # only what this store lists counts: a cache kept from another store (the same home
         # re-initialised elsewhere) must never make a push skip uploading a blob
         stale = not known.keys() <= listed
         known = {index_id: refs for index_id, refs in known.items() if index_id in listed}
-        added = {index_id: [list(ref) for ref in self.load_index(index_id)]
-                 for index_id in sorted(listed - known.keys())}
+        missing = sorted(listed - known.keys())
+        with ParallelReads(read_workers(self.backend)) as reads:
+            loaded = reads.map(self.load_index, missing)
+        added = {index_id: [list(ref) for ref in refs]
+                 for index_id, refs in zip(missing, loaded, strict=True)}
         known.update(added)
         if cache is not None and (stale or added):
             lines = (known if stale else added).items()
-            _write_known(cache, [json.dumps([index_id, refs]) for index_id, refs in lines],
-                         append=not stale)
+            with self._known_lock:
+                write_known(cache, [json.dumps([index_id, refs]) for index_id, refs in lines],
+                             append=not stale)
         # the cache holds only what load_index checked: no per-field conversion here
         return {ref[0]: tuple(ref) for refs in known.values() for ref in refs}  # type: ignore[misc]
 
@@ -332,109 +376,17 @@ class Repository:
             raise IntegrityError(f"integrity error: index {index_id} is malformed") from None
 
     def write_index(self, pack: str, refs: list[BlobRef]) -> str:
+        """Store the index of `pack` and note it as known: the next push reads it from here."""
         value = {"v": 1, "pack": pack, "blobs": [[ref[0], ref[2], ref[3]] for ref in refs]}
-        return self._write_json(crypto.KIND_INDEX, value, index_key)
-
-
-class _Reuse:
-    """Which folders of a new generation are exactly as in the base, and their trees."""
-
-    def __init__(self, base_folders: Mapping[str, str], changed: set[str]) -> None:
-        self.base_folders = base_folders
-        self.changed = changed
-
-    def keep(self, node: dict[str, Any], path: str, folders: dict[str, str]) -> bool:
-        """Record the base trees of an unchanged folder and every folder below it."""
-        if path in self.changed or path not in self.base_folders:
-            return False
-        found: dict[str, str] = {}
-        stack = [(node, path)]
-        while stack:
-            current, where = stack.pop()
-            tree = self.base_folders.get(where)
-            if tree is None:
-                return False  # the note does not match the base: serialise as usual
-            found[where] = tree
-            stack.extend((child, f"{where}/{name}" if where else name)
-                         for name, child in current.items() if isinstance(child, dict))
-        folders.update(found)
-        return True
-
-
-def _changed_folders(manifest: Manifest, base: Manifest) -> set[str]:
-    """Every folder ("" for the root) with an entry added, changed or removed below it."""
-    changed = {""}
-
-    def mark(path: str) -> None:
-        parts = path.split("/")[:-1]
-        for end in range(1, len(parts) + 1):
-            changed.add("/".join(parts[:end]))
-
-    for path, entry in manifest.items():
-        if base.get(path) != entry:
-            mark(path)
-    for path in base.keys() - manifest.keys():
-        mark(path)
-    return changed
-
-
-def _read_known(path: Path) -> dict[str, list[list[Any]]]:
-    """The index cache; a damaged line is dropped (that index is read again)."""
-    known: dict[str, list[list[Any]]] = {}
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, ValueError):
-        return known
-    for line in text.splitlines():
-        try:
-            index_id, refs = json.loads(line)
-        except (ValueError, TypeError):
-            continue
-        if is_hex64(index_id) and isinstance(refs, list) and all(
-                isinstance(ref, list) and len(ref) == 4 for ref in refs):
-            known[index_id] = refs
-    return known
-
-
-def _write_known(path: Path, lines: list[str], *, append: bool) -> None:
-    data = "".join(f"{line}\n" for line in lines).encode()
-    if not append:
-        _write_cache(path, data)
-        return
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("ab") as handle:  # a torn last line is dropped when read
-            handle.write(data)
-    except OSError:
-        pass  # a cache that cannot be written is only slower
+        index_id = self._write_json(crypto.KIND_INDEX, value, index_key)
+        cache = self._cache_path("indexes", KNOWN_FILE)
+        if cache is not None:
+            line = json.dumps([index_id, [list(ref) for ref in refs]])
+            with self._known_lock:  # packs are stored by two threads at once
+                write_known(cache, [line], append=True)
+        return index_id
 
 
 def _check_id(object_id: str, what: str) -> None:
     if not is_hex64(object_id):
         raise IntegrityError(f"integrity error: malformed {what} id {object_id!r}")
-
-
-def _write_cache(path: Path, data: bytes) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        temp.write_bytes(data)
-        os.replace(temp, path)
-    except OSError:
-        pass  # a cache that cannot be written is only slower
-
-
-class ContentSource:
-    """A file's bytes from the store, each time it is called.
-
-    `sha256` is what the bytes are checked against while they are read (a mismatch raises
-    `IntegrityError`), so a consumer need not hash them again.
-    """
-
-    def __init__(self, repo: Repository, entry: FileEntry) -> None:
-        self._repo = repo
-        self._entry = entry
-        self.sha256 = entry.sha256
-
-    def __call__(self) -> Iterator[bytes]:
-        return self._repo.iter_content(self._entry)

@@ -1,0 +1,51 @@
+"""The device's caches of store objects: files whose loss or damage only costs a re-read."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from roam_core.store.manifest import is_hex64
+
+
+def read_known(path: Path) -> dict[str, list[list[Any]]]:
+    """The index cache; a damaged line is dropped (that index is read again)."""
+    known: dict[str, list[list[Any]]] = {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return known
+    for line in text.splitlines():
+        try:
+            index_id, refs = json.loads(line)
+        except (ValueError, TypeError):
+            continue
+        if is_hex64(index_id) and isinstance(refs, list) and all(
+                isinstance(ref, list) and len(ref) == 4 for ref in refs):
+            known[index_id] = refs
+    return known
+
+
+def write_known(path: Path, lines: list[str], *, append: bool) -> None:
+    data = "".join(f"{line}\n" for line in lines).encode()
+    if not append:
+        write_cache(path, data)
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("ab") as handle:  # a torn last line is dropped when read
+            handle.write(data)
+    except OSError:
+        pass  # a cache that cannot be written is only slower
+
+
+def write_cache(path: Path, data: bytes) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        temp.write_bytes(data)
+        os.replace(temp, path)
+    except OSError:
+        pass  # a cache that cannot be written is only slower

@@ -1,0 +1,161 @@
+"""Round trips, not bytes, are the cost on a real network: count them.
+
+A home of T trees and P packs goes through moto behind bench/netproxy.py, which logs every
+HTTP request. Counts are stable where times are not, so these tests assert counts and
+`waves` (how often the client waited with nothing else in flight: the round trips it paid
+one after another). Loading trees or blobs one at a time again makes them fail.
+"""
+
+from __future__ import annotations
+
+import base64
+import random
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from campaign.harness import Home, Runner, Store, new_key
+
+from support.s3_servers import S3Server
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from netproxy import LatencyProxy, Request, latency_proxy, summarize
+
+pytest_plugins = ("support.s3_servers",)
+
+#: One way, per direction: small enough to keep the test quick, large enough that requests
+#: sent together overlap and requests sent one after another do not.
+ONE_WAY = 0.004
+#: Skill folders (each with a nested folder), so a home of about 2 × SKILLS trees.
+SKILLS = 36
+#: Files big enough that the test's small packs hold about one each.
+BIG_FILES = 8
+
+
+def _kind(request: Request) -> str:
+    """trees / packs / index / snapshots / refs / list, from the request target."""
+    path, _, query = request.target.partition("?")
+    if "list-type" in query or query.startswith("uploads") or request.method == "POST":
+        return "list" if "list-type" in query else "multipart"
+    parts = path.split("/")
+    if "objects" in parts:
+        return parts[parts.index("objects") + 1]
+    return "refs" if "refs" in parts else "other"
+
+
+def _count(requests: list[Request], method: str, kind: str) -> int:
+    return sum(1 for r in requests if r.method == method and _kind(r) == kind)
+
+
+@pytest.fixture
+def proxy(moto_s3: S3Server) -> Iterator[LatencyProxy]:
+    with latency_proxy(int(moto_s3.endpoint_url.rpartition(":")[2]), ONE_WAY) as running:
+        yield running
+
+
+@pytest.fixture
+def fleet(moto_s3: S3Server, proxy: LatencyProxy, tmp_path: Path,
+          monkeypatch: pytest.MonkeyPatch) -> tuple[Home, Home]:
+    # small packs, so a small home spreads over several
+    monkeypatch.setattr("roam_core.store.packer.PACK_TARGET", 64 * 1024)
+    settings = moto_s3.settings(moto_s3.fresh_bucket())
+    settings["s3_endpoint_url"] = proxy.url
+    store = Store("s3", settings, moto_s3.env(), key=new_key())
+    runner = Runner()
+    desk = Home(tmp_path / "desk", "desk", store, runner)
+    laptop = Home(tmp_path / "laptop", "laptop", store, runner)
+    rng = random.Random(22)
+    for number in range(SKILLS):
+        skill = f"skills/group{number % 4}/skill{number}"
+        desk.write(f"{skill}/SKILL.md", f"# skill {number}\n")
+        desk.write(f"{skill}/references/notes.md", f"notes {number}\n" * 20)
+    for number in range(BIG_FILES):
+        desk.write(f"memories/big{number}.md", base64.b64encode(rng.randbytes(48_000)))
+    desk.write("memories/MEMORY.md", "first\n")
+    assert desk.roam("init", "--create-remote").code == 0
+    return desk, laptop
+
+
+def _stored(moto_s3: S3Server, home: Home, kind: str) -> int:
+    bucket = home.store.settings["s3_bucket"]
+    client = moto_s3.client()
+    pages = client.get_paginator("list_objects_v2").paginate(Bucket=bucket,
+                                                             Prefix=f"roam/objects/{kind}/")
+    return sum(len(page.get("Contents", ())) for page in pages)
+
+
+def test_first_push_pull_status_and_incremental_push_count_requests(
+        fleet: tuple[Home, Home], proxy: LatencyProxy, moto_s3: S3Server) -> None:
+    desk, laptop = fleet
+
+    before = _stored(moto_s3, desk, "trees")  # init's empty generation
+    proxy.reset()
+    assert desk.roam("push").code == 0
+    pushed = proxy.requests()
+    trees = _stored(moto_s3, desk, "trees") - before
+    packs = _stored(moto_s3, desk, "packs")
+    assert trees >= 2 * SKILLS and packs >= BIG_FILES // 2
+    # every object once, create-once writes without an existence check or a multipart dance
+    assert _count(pushed, "PUT", "trees") == trees
+    assert _count(pushed, "PUT", "packs") == packs
+    assert _count(pushed, "PUT", "index") == packs
+    assert not [r for r in pushed if _kind(r) == "multipart"]
+    assert not [r for r in pushed if r.method in ("GET", "HEAD") and _kind(r) in (
+        "packs", "index")], "a create-once write needs no look first"
+    # a PUT that waits for `100 Continue` pays a round trip more
+    assert not [r.target for r in pushed if r.expect_continue]
+
+    assert laptop.roam("init").code == 0
+    proxy.reset()
+    assert laptop.roam("pull", "--apply").code == 0
+    pulled = proxy.requests()
+    assert laptop.files().keys() >= {"memories/MEMORY.md", "memories/big0.md"}
+    # each tree once; blobs in one ranged read per pack span, not one per file
+    assert _count(pulled, "GET", "trees") == trees
+    assert _count(pulled, "GET", "packs") <= 2 * packs
+    assert len(pulled) <= trees + 2 * packs + 6, summarize(pulled)
+    # trees level by level and spans several at a time: the waves are the home's depth and
+    # a few, not one per folder or per file
+    assert summarize(pulled).waves <= 16, summarize(pulled)
+
+    proxy.reset()
+    status = laptop.roam("status")
+    assert status.code == 0, status.err
+    assert len(proxy.requests()) == 1
+
+    desk.write("memories/MEMORY.md", "first\n§\nsecond\n")
+    desk.write("skills/group1/skill5/SKILL.md", "# changed\n")
+    proxy.reset()
+    assert desk.roam("push").code == 0
+    incremental = proxy.requests()
+    # the indexes this device wrote itself are known: none is read back
+    assert _count(incremental, "GET", "index") == 0
+    assert _count(incremental, "GET", "trees") == 0
+    assert len(incremental) <= 16, [(r.method, r.target) for r in incremental]
+
+
+def test_a_whole_pack_is_one_put_and_a_large_create_once_write_never_looks_first(
+        moto_s3: S3Server, proxy: LatencyProxy) -> None:
+    from backend_s3_helpers import server_backend
+
+    from roam_backend_s3.backend import S3Backend
+    from roam_core.errors import ObjectExists
+    from roam_core.store.objects import PACK_TARGET
+
+    bucket = moto_s3.fresh_bucket()
+    backend = server_backend(moto_s3, bucket, s3_endpoint_url=proxy.url)
+    assert isinstance(backend, S3Backend)
+    # a pack is a little over its target when its last blob overshoots
+    pack = random.Random(1).randbytes(PACK_TARGET + 300_000)
+    proxy.reset()
+    backend.put_new("packs/aa/full", pack)
+    assert [(r.method, _kind(r)) for r in proxy.requests()] == [("PUT", "packs")]
+
+    # past the threshold, parts go up; the conditional completion refuses a taken key
+    backend.multipart_threshold, backend.part_size = 6 * 1024 * 1024, 5 * 1024 * 1024
+    proxy.reset()
+    with pytest.raises(ObjectExists):
+        backend.put_new("packs/aa/full", pack[: 7 * 1024 * 1024])
+    assert not [r for r in proxy.requests() if r.method in ("GET", "HEAD")]
+    assert backend.get("packs/aa/full") == pack
