@@ -77,8 +77,9 @@ def plot(results: list[Result], path: Path) -> None:
 
 def write(path: Path, results: list[Result], *, machine: dict[str, str],
           rates: dict[str, float], restic_version: str, runs: int, load: tuple[str, str],
-          weight_check: str, quick: bool, unmet: list[str]) -> None:
-    """Write the Markdown page and the PNG beside it."""
+          weight_check: str, quick: bool, unmet: list[str],
+          sections: list[str] | None = None) -> None:
+    """Write the Markdown page and the PNG beside it; `sections` go after the notes."""
     image = path.with_suffix(".png")
     plot(results, image)
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -94,6 +95,7 @@ def write(path: Path, results: list[Result], *, machine: dict[str, str],
     for r in results:
         parts.extend(f"- {r.key}: {note}" for note in r.notes)
     parts.append(f"- ignored weight: {weight_check}")
+    parts += sections or []
     parts += ["", "## Targets not met, and what bounds them\n"]
     parts += [f"- {line}" for line in unmet] or ["- none"]
     path.write_text("\n".join(parts) + "\n")

@@ -20,6 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import measure
 import report
+from network import NetResult, run_network
+from network import table as network_table
 from scenarios import Bench, Result
 from tools import Roam, compile_roam, ensure_restic
 
@@ -80,6 +82,9 @@ def main() -> int:
                         "/tmp/roam-bench)")
     parser.add_argument("--keep", action="store_true",
                         help="keep the work directory (generated homes are reused next time)")
+    parser.add_argument("--network", choices=("with", "without", "only"), default="with",
+                        help="the S3 scenarios behind a latency proxy: with the local ones "
+                        "(default), without them, or only them")
     parser.add_argument("--out", type=Path, default=None,
                         help="the Markdown page (default docs/benchmarks.md; with --quick, "
                         "WORKDIR/benchmarks.md)")
@@ -98,28 +103,55 @@ def main() -> int:
     load_start = measure.loadavg()
     started = time.monotonic()
     bench = Bench(args.workdir, restic_binary, runs, say)
+    net: list[NetResult] = []
     try:
-        results = run_all(bench, args.quick)
-        weight = ("not checked (--quick)" if args.quick
+        results = [] if args.network == "only" else run_all(bench, args.quick)
+        weight = ("not checked" if args.quick or args.network == "only"
                   else bench.weight_untouched(bench_roam(bench, "large")))
+        if args.network != "without":
+            net = run_network(bench, "small" if args.quick else "large")
     finally:
         bench.trash.empty()
         if not args.keep:
             for name in ("stores", "restic", "restic-cache", "restore", "device-b"):
                 shutil.rmtree(args.workdir / name, ignore_errors=True)
     rates = measure.rates()
-    unmet = bounds(results, rates)
+    unmet = bounds(results, rates) + network_bounds(net)
     restic_version = bench.restic("small").version()
     out.parent.mkdir(parents=True, exist_ok=True)
     report.write(out, results, machine=measure.machine(), rates=rates,
                  restic_version=restic_version, runs=runs,
                  load=(load_start, measure.loadavg()), weight_check=weight,
-                 quick=args.quick, unmet=unmet)
+                 quick=args.quick, unmet=unmet, sections=network_section(net))
     if not args.keep and not args.quick:
         shutil.rmtree(args.workdir / "homes", ignore_errors=True)
     print(report.table(results))
+    if net:
+        print(network_table(net))
     say(f"done in {time.monotonic() - started:.0f} s; wrote {out} and {out.with_suffix('.png')}")
     return 0
+
+
+def network_section(net: list[NetResult]) -> list[str]:
+    """The page's part on S3 behind a latency proxy (nothing when it was not run)."""
+    if not net:
+        return []
+    return ["", "## Over a network: S3 (SeaweedFS) behind a latency proxy\n",
+            "roam's S3 backend and restic's S3 backend against one SeaweedFS `weed mini` on "
+            "127.0.0.1, through `bench/netproxy.py`: half the round-trip time added per "
+            "direction, one extra round trip per new connection, every HTTP request counted. "
+            "restic keeps its local cache between its commands, as on one machine; roam's "
+            "pulling device starts empty. *Waves* are the round trips roam waited for one "
+            "after another (the proxy's count of moments it went from nothing in flight to "
+            "something).\n", network_table(net), "",
+            *(f"- {r.key} at {r.rtt * 1000:.0f} ms: {note}" for r in net for note in r.notes)]
+
+
+def network_bounds(net: list[NetResult]) -> list[str]:
+    """Each unmet network target, with its numbers; the closing note explains them."""
+    return [f"{r.title} (target {r.target}): median {r.roam.median:.2f} s against "
+            f"{r.restic.median:.2f} s, {r.requests('roam')} requests against "
+            f"{r.requests('restic')}" for r in net if not r.met]
 
 
 def bench_roam(bench: Bench, name: str) -> Roam:

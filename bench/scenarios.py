@@ -219,8 +219,12 @@ class Bench:
         lines = ["plugins:", "  entries:", "    roam:", "      settings:"]
         lines += [f"        {k}: {v}" for k, v in self.settings(name, "bench-b").items()]
         (other / "config.yaml").write_text("\n".join(lines) + "\n")
-        Roam(other)("init")
+        self.roam(other)("init")
         return other
+
+    def roam(self, home: Path) -> Roam:
+        """roam on `home` with what this bench's store needs in its environment."""
+        return Roam(home)
 
     def memory(self) -> Result:
         """Scenario 5: peak RSS pushing and pulling a home holding one 1 GiB file."""
