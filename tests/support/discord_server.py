@@ -44,6 +44,16 @@ What it enforces (a request breaking a rule gets Discord's status and error shap
 - `hold_after_create`: seconds to wait after a message was stored and before answering
   (a sender killed in that window has "posted but not recorded"); `message_created` is
   set when such a hold starts and `release` ends every hold early.
+- Per-thread refusals, as Discord answers them: `lock_thread(id)` makes posts into that
+  thread answer 403 (code 50013 "Missing Permissions": a locked thread refuses a bot
+  without Manage Threads); `archive_thread(id)` archives it (a post unarchives it, as on
+  Discord) and with `locked=True` posts answer 400 (code 50083 "Thread is archived");
+  `delete_thread(id)` makes it answer 404 (code 10003).
+- `late(seconds, method=, path_contains=, count=)`: the next matching requests are held
+  `seconds` *before* they are carried out, so a client that gave up waiting still gets
+  the effect (a thread created after the client's timeout).
+- `PATCH /channels/{thread}` with `{"name"}` renames a thread (1–100 characters); renames
+  are counted in `renames`.
 """
 
 from __future__ import annotations
@@ -84,6 +94,7 @@ class Thread:
     parent_id: str
     type: int
     archived: bool = False
+    locked: bool = False
     messages: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -150,6 +161,8 @@ class DiscordServer:
         self.threads: dict[str, Thread] = {}
         self.requests: list[dict[str, Any]] = []
         self.faults: list[Fault] = []
+        self.lates: list[Fault] = []
+        self.renames: list[tuple[str, str]] = []
         self.lock = threading.RLock()
         self._ids = itertools.count(1_200_000_000_000_000_000)
         self._nonces: dict[str, tuple[float, dict[str, Any], str]] = {}
@@ -196,6 +209,20 @@ class DiscordServer:
     def inject(self, status: int, count: int = 1, **kwargs: Any) -> None:
         with self.lock:
             self.faults.append(Fault(status, count, **kwargs))
+
+    def late(self, seconds: float, count: int = 1, **kwargs: Any) -> None:
+        """Hold the next `count` matching requests `seconds` before carrying them out."""
+        with self.lock:
+            self.lates.append(Fault(0, count, delay=seconds, **kwargs))
+
+    def lock_thread(self, thread_id: str) -> None:
+        with self.lock:
+            self.threads[thread_id].locked = True
+
+    def archive_thread(self, thread_id: str, locked: bool = False) -> None:
+        with self.lock:
+            self.threads[thread_id].archived = True
+            self.threads[thread_id].locked = locked
 
     def delete_thread(self, thread_id: str) -> None:
         with self.lock:
@@ -246,6 +273,14 @@ class DiscordServer:
             payload = "<invalid json>"
         record: dict[str, Any] = {"method": method, "path": path, "json": payload,
                                   "auth": headers.get("Authorization", ""), "at": time.time()}
+        with self.lock:
+            late = next((f for f in self.lates if f.count > 0 and f.matches(method, path)),
+                        None)
+            if late is not None:
+                late.count -= 1
+        if late is not None:
+            time.sleep(late.delay)  # the client may have given up; the effect still happens
+            now = time.monotonic()
         status, body, extra = self._route(method, path, headers, payload, now)
         record["status"] = status
         with self.lock:
@@ -313,6 +348,8 @@ class DiscordServer:
                 return (*self._archived_threads(channel), limits)
             if method == "GET" and not tail:
                 return (*self._channel(channel), limits)
+            if method == "PATCH" and not tail:
+                return (*self._rename(channel, payload), limits)
             if method == "GET" and tail == "/messages":
                 if channel not in self.threads:
                     return 404, {"message": "Unknown Channel", "code": 10003}, limits
@@ -327,7 +364,7 @@ class DiscordServer:
     def _thread_json(thread: Thread) -> dict[str, Any]:
         return {"id": thread.id, "type": thread.type, "name": thread.name,
                 "parent_id": thread.parent_id, "message_count": len(thread.messages),
-                "thread_metadata": {"archived": thread.archived,
+                "thread_metadata": {"archived": thread.archived, "locked": thread.locked,
                                     "auto_archive_duration": 10080}}
 
     def _channel(self, channel: str) -> tuple[int, Any]:
@@ -395,10 +432,25 @@ class DiscordServer:
         return 201, {"id": thread.id, "type": PUBLIC_THREAD, "name": name,
                      "parent_id": channel, "message_count": 0}
 
+    def _rename(self, channel: str, payload: Any) -> tuple[int, Any]:
+        thread = self.threads.get(channel)
+        if thread is None:
+            return 404, {"message": "Unknown Channel", "code": 10003}
+        name = payload.get("name") if isinstance(payload, dict) else None
+        if not isinstance(name, str) or not 1 <= len(name) <= 100:
+            return self._invalid("name", "Must be between 1 and 100 in length.")
+        thread.name = name
+        self.renames.append((channel, name))
+        return 200, self._thread_json(thread)
+
     def _create_message(self, channel: str, payload: Any, now: float) -> tuple[int, Any]:
         thread = self.threads.get(channel)
         if thread is None:
             return 404, {"message": "Unknown Channel", "code": 10003}
+        if thread.archived and thread.locked:
+            return 400, {"message": "Thread is archived", "code": 50083}
+        if thread.locked:
+            return 403, {"message": "Missing Permissions", "code": 50013}
         if not isinstance(payload, dict):
             return 400, {"message": "400: Bad Request", "code": 0}
         content = payload.get("content")
@@ -418,6 +470,7 @@ class DiscordServer:
             seen = self._nonces.get(str(nonce))
             if seen is not None and now - seen[0] < self.nonce_window:
                 return 200, seen[1]
+        thread.archived = False  # a post unarchives a thread that is not locked
         message = {"id": self._next_id(), "channel_id": channel, "content": content,
                    "nonce": nonce, "allowed_mentions": mentions, "mentions": [],
                    "mention_everyone": False, "type": 0}

@@ -22,10 +22,32 @@ USER_AGENT = "DiscordBot (roam-sink-discord, 0.1.0)"
 MAX_ATTEMPTS = 5
 #: Longest wait an answer may ask for; anything longer (or not a number) is not believed.
 MAX_RETRY_AFTER = 3600.0
+#: Discord's error code for a request on an archived thread.
+ARCHIVED_THREAD = 50083
 
 
 class MaybeSent(SinkRetry):
-    """A non-idempotent request may have reached Discord, but no answer says what it did."""
+    """A non-idempotent request may have reached Discord, but no answer says what it did.
+
+    `answered` is False when no answer came at all (a timeout, a dropped connection): the
+    request may still be carried out later, so what it creates can appear after a lookup.
+    """
+
+    def __init__(self, message: str, answered: bool = True) -> None:
+        super().__init__(message)
+        self.answered = answered
+
+
+class Forbidden(SinkTerminal):
+    """A 403. Terminal for the channel; for a post into a thread, the thread may be locked."""
+
+    def __init__(self, message: str, code: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class ThreadArchived(SinkRejected):
+    """A 400 with code 50083: the thread is archived (and locked) and refuses the request."""
 
 
 class NotFound(Exception):
@@ -101,11 +123,13 @@ class DiscordClient:
     def _wait_before(self, route: str, major: str) -> None:
         now = self.clock()
         wait = max(0.0, self._global_until - now)
+        scope = "global " if wait else ""
         bucket = self._buckets.get(self._bucket_key(route, major))
-        if bucket is not None and bucket.remaining <= 0 and bucket.reset_at > now:
-            wait = max(wait, bucket.reset_at - now)
+        if bucket is not None and bucket.remaining <= 0 and bucket.reset_at > now \
+                and bucket.reset_at - now > wait:
+            wait, scope = bucket.reset_at - now, ""
         if wait > self.max_wait:
-            raise SinkRetry(f"Discord rate limit: retry in {wait:.1f}s", retry_after=wait)
+            raise SinkRetry(f"Discord {scope}rate limit: retry in {wait:.1f}s", retry_after=wait)
         if wait > 0:
             self.sleep(wait)
 
@@ -125,7 +149,7 @@ class DiscordClient:
         if wait is not None:
             self._buckets[self._bucket_key(route, major)] = _Bucket(left, self.clock() + wait)
 
-    def _on_429(self, route: str, major: str, headers: Any, body: Any) -> float:
+    def _on_429(self, route: str, major: str, headers: Any, body: Any) -> tuple[float, bool]:
         retry_after = None
         if isinstance(body, dict) and body.get("retry_after") is not None:
             retry_after = _seconds(body["retry_after"])
@@ -140,7 +164,7 @@ class DiscordClient:
         else:
             key = self._bucket_key(route, major)
             self._buckets[key] = _Bucket(0, until)
-        return retry_after
+        return retry_after, is_global
 
     # -- requests ------------------------------------------------------------------------
 
@@ -167,7 +191,7 @@ class DiscordClient:
             except httpx.HTTPError as error:
                 last_error = f"cannot reach Discord: {type(error).__name__}"
                 if not idempotent and not isinstance(error, httpx.ConnectError):
-                    raise MaybeSent(last_error) from None
+                    raise MaybeSent(last_error, answered=False) from None
                 if isinstance(error, httpx.ConnectError) or attempt >= 2:
                     break  # refused or unresolvable: the spool's backoff waits, not us
                 self.sleep(0.5 * 2 ** attempt)
@@ -180,8 +204,9 @@ class DiscordClient:
                 return body
             if status == 429:
                 with self._lock:
-                    retry_after = self._on_429(route, major, response.headers, body)
-                last_error = f"Discord rate limit (429), retry after {retry_after:.2f}s"
+                    retry_after, is_global = self._on_429(route, major, response.headers, body)
+                scope = "global " if is_global else ""
+                last_error = f"Discord {scope}rate limit (429), retry after {retry_after:.2f}s"
                 if retry_after > self.max_wait:
                     raise SinkRetry(last_error, retry_after=retry_after)
                 continue
@@ -209,12 +234,15 @@ class DiscordClient:
         if status == 401:
             raise SinkTerminal("Discord refused the bot token (401 Unauthorized); "
                                "check ROAM_DISCORD_BOT_TOKEN")
+        code = body.get("code") if isinstance(body, dict) else None
         if status == 403:
-            raise SinkTerminal(
+            raise Forbidden(
                 f"Discord denied access (403 Forbidden{': ' + detail if detail else ''}); the bot "
-                "needs View Channel, Create Public Threads and Send Messages in Threads")
+                "needs View Channel, Create Public Threads and Send Messages in Threads",
+                code if isinstance(code, int) else None)
         if status == 404:
-            raise NotFound(detail or f"not found: {path}",
-                           body.get("code") if isinstance(body, dict) else None)
+            raise NotFound(detail or f"not found: {path}", code if isinstance(code, int) else None)
+        if status == 400 and code == ARCHIVED_THREAD:
+            raise ThreadArchived(f"Discord refused the request: the thread is archived ({detail})")
         suffix = f": {detail[:200]}" if detail else ""
         raise SinkRejected(f"Discord rejected the request ({status}){suffix}")

@@ -114,15 +114,11 @@ def _one_line(text: str) -> str:
     return " ".join(_NAME_UNSAFE.sub(" ", text).split())
 
 
-def thread_name(event: TurnEvent, tag: str = "") -> str:
-    """A thread name from the session's title (else its first message), 1–100 units.
+def session_label(event: TurnEvent) -> str:
+    """What names a session's thread: its title, else its first message, else its id.
 
-    `tag` (a short id derived from the session) is appended after " · " and always kept:
-    it makes the name unique per session, so a restarted sender can recognise the thread
-    it created before a crash by name alone.
+    Profiles other than the default are shown in brackets first.
     """
-    suffix = f" · {tag}" if tag else ""
-    limit = NAME_LIMIT - units(suffix)
     base = _one_line(event.title)
     if not base:
         first = next((line for line in event.user_message.splitlines() if line.strip()), "")
@@ -131,6 +127,27 @@ def thread_name(event: TurnEvent, tag: str = "") -> str:
         base = f"Hermes session {event.session_id}"
     if event.profile and event.profile != "default":
         base = f"[{_one_line(event.profile)}] {base}"
+    return base
+
+
+def compose_name(label: str, tag: str = "", continued: bool = False) -> str:
+    """A thread name of 1–100 units: `label`, " (continued)" if so, then " · tag".
+
+    The tag and the continuation mark are always kept; the label is cut with "…".
+    """
+    suffix = (" (continued)" if continued else "") + (f" · {tag}" if tag else "")
+    limit = NAME_LIMIT - units(suffix)
+    base = _one_line(label)
     if units(base) > limit:
         base = next(_hard_split(base, limit - 1)).rstrip() + "…"
     return (base or "Hermes session") + suffix
+
+
+def thread_name(event: TurnEvent, tag: str = "") -> str:
+    """A thread name from the session's title (else its first message), 1–100 units.
+
+    `tag` (a short id derived from the session) is appended after " · " and always kept:
+    it makes the name unique per session, so a restarted sender can recognise the thread
+    it created before a crash by name alone.
+    """
+    return compose_name(session_label(event), tag)

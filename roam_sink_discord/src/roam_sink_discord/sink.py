@@ -5,13 +5,21 @@ part carries a nonce derived from the event id with `enforce_nonce`, so Discord 
 a repeat sent within its dedup window (a crash between "posted" and "recorded"); a part
 whose send is older than that window is looked for among the thread's latest messages
 before it is sent again; and the last delivered events of each session are remembered in
-the map, so a redelivery posts nothing. A thread that is gone (404) is recreated.
+the map, so a redelivery posts nothing.
+
+One bad thread never stops the sink: a thread that refuses posts (deleted: 404, locked: 403,
+archived and locked: 400 code 50083) is retired for its session only, and the session
+continues in a new thread named after the session with " (continued)", whose first post
+says why. Only when the new thread refuses too is it the channel (the bot may not post in
+its threads), and that stops the sink.
 
 Thread creation has no nonce, so it is made idempotent by hand: the intent (the exact,
 per-session unique name) is recorded before the POST, and a later delivery that finds an
 intent without a thread id first looks for a thread of that name under the channel (active
 and archived, one lookup per delivery) and adopts it. If the lookup is refused it creates
-anyway: a second thread is the lesser harm than a lost turn.
+anyway: a second thread is the lesser harm than a lost turn. A creation that got no answer
+at all may still be carried out later, so it is not repeated until the thread has had
+`LATE_WINDOW` seconds to appear (the turn goes back to the spool meanwhile).
 """
 
 from __future__ import annotations
@@ -25,10 +33,22 @@ from typing import Any
 
 from roam_core.errors import ConfigError
 from roam_core.mirror.events import TurnEvent
-from roam_core.mirror.sink import Receipt, SinkRejected, SinkRetry, SinkTerminal
+from roam_core.mirror.sink import (
+    Receipt,
+    SessionRetry,
+    SinkRejected,
+    SinkRetry,
+    SinkTerminal,
+)
 from roam_core.types import PluginContext
-from roam_sink_discord.client import DiscordClient, MaybeSent, NotFound
-from roam_sink_discord.format import format_turn, split_message, thread_name
+from roam_sink_discord.client import (
+    DiscordClient,
+    Forbidden,
+    MaybeSent,
+    NotFound,
+    ThreadArchived,
+)
+from roam_sink_discord.format import compose_name, format_turn, session_label, split_message
 from roam_sink_discord.threads import ThreadMap
 
 log = logging.getLogger(__name__)
@@ -43,6 +63,11 @@ CREATE_ATTEMPTS = 3
 NO_MENTIONS: dict[str, list[str]] = {"parse": []}
 #: How long Discord is trusted to drop a repeated nonce ("the past few minutes").
 NONCE_WINDOW = 120.0
+#: How long a thread creation that got no answer may take to show up before another is made.
+LATE_WINDOW = 60.0
+#: Why a thread refuses posts, by the exception Discord's answer became.
+_REFUSALS: tuple[tuple[type[Exception], str], ...] = (
+    (NotFound, "deleted"), (ThreadArchived, "archived"), (Forbidden, "locked"))
 
 
 def nonce_for(event_id: str, part: int) -> str:
@@ -99,34 +124,66 @@ class DiscordSink:
     def deliver(self, event: TurnEvent) -> Receipt:
         key = event.session_key
         entry = self.threads.get(self.channel, key)
-        if entry is not None and not entry.get("thread_id"):
-            entry = None if self._adopt(event, entry) is None else \
-                self.threads.get(self.channel, key)
-        if entry is not None:
+        if entry is not None and not entry.get("thread_id") and entry.get("intent"):
+            self._adopt_or_wait(event, entry)
+            entry = self.threads.get(self.channel, key)
+        if entry is not None and entry.get("thread_id"):
             for recent in entry.get("recent", []):
                 if recent.get("event_id") == event.event_id:
                     return self._receipt(event, entry["thread_id"], recent["message_ids"])
         parts = split_message(format_turn(event))
-        for _attempt in range(2):
-            thread_id = entry["thread_id"] if entry else self._open_thread(event)
-            progress = (entry or {}).get("progress") or {}
+        fresh = ""
+        while True:
+            entry = self.threads.get(self.channel, key) or {}
+            thread_id = entry.get("thread_id") or self._open_thread(event, entry)
+            if not entry.get("thread_id"):
+                fresh = thread_id
+                entry = self.threads.get(self.channel, key) or {}
+            progress = entry.get("progress") or {}
             mine = progress.get("event_id") == event.event_id
             posted = list(progress.get("message_ids", [])) if mine else []
             try:
+                self._note_continuation(key, thread_id, entry)
                 if mine and len(posted) < len(parts):
                     posted += self._found_after_window(thread_id, progress, parts[len(posted)])
                 for index in range(len(posted), len(parts)):
                     self.threads.set_progress(self.channel, key, event.event_id, posted,
                                               attempting=time.time())
                     posted.append(self._post(thread_id, event.event_id, index, parts[index]))
-            except NotFound:
-                # The thread was deleted: forget it and start the turn over in a new one.
-                self.threads.forget(self.channel, key, thread_id)
-                entry = None
+            except (NotFound, ThreadArchived, Forbidden) as refusal:
+                if thread_id == fresh:  # a thread made for this turn refuses it too
+                    raise self._channel_refuses(refusal) from None
+                reason = next(why for kind, why in _REFUSALS if isinstance(refusal, kind))
+                log.warning("roam mirror: the Discord thread of %s was %s; continuing the "
+                            "session in a new thread", key, reason)
+                self.threads.retire(self.channel, key, thread_id, reason)
                 continue
             self.threads.done(self.channel, key, event.event_id, posted)
+            self._rename_once(event, thread_id, entry)
             return self._receipt(event, thread_id, posted)
-        raise SinkRetry("the Discord thread vanished twice while posting")
+
+    def _channel_refuses(self, refusal: Exception) -> Exception:
+        """The error for a brand-new thread refusing its first post: the channel's doing."""
+        if isinstance(refusal, Forbidden):
+            return SinkTerminal(
+                f"Discord denied posting in the threads of channel {self.channel} (403); the "
+                "bot needs View Channel, Create Public Threads and Send Messages in Threads")
+        if isinstance(refusal, NotFound):
+            return SessionRetry("the Discord thread vanished twice while posting")
+        return SinkRejected(str(refusal))
+
+    def _note_continuation(self, key: str, thread_id: str, entry: dict[str, Any]) -> None:
+        """The first post of a continuation thread says where the session came from."""
+        previous = entry.get("continued_from")
+        if not isinstance(previous, dict) or previous.get("noted"):
+            return
+        reason = str(previous.get("reason") or "unavailable")
+        old = str(previous.get("thread_id") or "")
+        where = f" <#{old}>" if old.isdigit() else ""
+        self._post(thread_id, f"continued:{thread_id}", 0,
+                   f"*Continued from this session's earlier thread{where}, which was "
+                   f"{reason}.*")
+        self.threads.update(self.channel, key, continued_from={**previous, "noted": True})
 
     def _found_after_window(self, thread_id: str, progress: dict[str, Any],
                             content: str) -> list[str]:
@@ -170,6 +227,17 @@ class DiscordSink:
             self.threads.set_thread(self.channel, event.session_key, thread_id, name)
         return thread_id
 
+    def _adopt_or_wait(self, event: TurnEvent, entry: dict[str, Any]) -> None:
+        """Adopt the thread of an interrupted creation, or wait while it may still appear."""
+        if self._adopt(event, entry) is not None:
+            return
+        intent = entry.get("intent") or {}
+        waited = time.time() - float(intent.get("at") or 0)
+        if intent.get("unanswered") and waited < LATE_WINDOW:
+            raise SessionRetry("Discord gave no answer to a thread creation; looking for "
+                               "that thread again before creating another",
+                               retry_after=LATE_WINDOW - waited)
+
     def _find_thread(self, name: str) -> str | None:
         """A thread of this channel named `name`: active ones first, then archived ones."""
         channel = self.client.request("GET", "GET /channels/{id}", self.channel,
@@ -193,24 +261,40 @@ class DiscordSink:
                 return found[0]  # the oldest, should a refused lookup once have made two
         return None
 
-    def _open_thread(self, event: TurnEvent) -> str:
+    def _open_thread(self, event: TurnEvent, entry: dict[str, Any]) -> str:
         """A new thread for the session; a creation whose answer was lost is looked for."""
         for attempt in range(CREATE_ATTEMPTS - 1):
             try:
-                return self._create_thread(event)
-            except MaybeSent:
-                pass
-            entry = self.threads.get(self.channel, event.session_key) or {}
-            adopted = self._adopt(event, entry)
+                return self._create_thread(event, entry)
+            except MaybeSent as error:
+                unanswered = not error.answered
+            current = self.threads.get(self.channel, event.session_key) or {}
+            adopted = self._adopt(event, current)
             if adopted is not None:
                 return adopted
+            if unanswered:  # it may still be made: creating another could leave two
+                self.threads.mark_unanswered(self.channel, event.session_key)
+                raise SessionRetry("Discord gave no answer to a thread creation; looking "
+                                   "for that thread again before creating another",
+                                   retry_after=LATE_WINDOW)
             self.client.sleep(0.5 * 2 ** attempt)
-        return self._create_thread(event)  # a lost answer now goes back to the spool
+        return self._create_thread(event, entry)  # a lost answer now goes back to the spool
 
-    def _create_thread(self, event: TurnEvent) -> str:
-        tag = hashlib.sha256(f"roam-thread\0{event.session_key}".encode()).hexdigest()[:6]
-        name = thread_name(event, tag)
-        self.threads.set_intent(self.channel, event.session_key, name)
+    def _name(self, event: TurnEvent, entry: dict[str, Any],
+              label: str | None = None) -> str:
+        """The thread name for the session's current thread (generation 0, 1, …)."""
+        generation = int(entry.get("generation", 0) or 0)
+        seed = f"roam-thread\0{event.session_key}"
+        if generation:  # each continuation has its own name, so adoption finds the right one
+            seed += f"\0{generation}"
+        tag = hashlib.sha256(seed.encode()).hexdigest()[:6]
+        label = label or str(entry.get("label") or "") or session_label(event)
+        return compose_name(label, tag, continued=generation > 0)
+
+    def _create_thread(self, event: TurnEvent, entry: dict[str, Any]) -> str:
+        name = self._name(event, entry)
+        self.threads.set_intent(self.channel, event.session_key, name,
+                                label=session_label(event), titled=bool(event.title))
         try:
             body = self.client.request(
                 "POST", "POST /channels/{id}/threads", self.channel,
@@ -225,6 +309,23 @@ class DiscordSink:
             raise SinkRetry("Discord answered thread creation without a thread id")
         self.threads.set_thread(self.channel, event.session_key, thread_id, name)
         return thread_id
+
+    def _rename_once(self, event: TurnEvent, thread_id: str, entry: dict[str, Any]) -> None:
+        """Name the thread after the session's title once Hermes gave it one (one PATCH)."""
+        if entry.get("titled") or not event.title.strip() or not entry.get("label"):
+            return
+        label = session_label(event)
+        name = self._name(event, entry, label)
+        try:
+            self.client.request("PATCH", "PATCH /channels/{id}", thread_id,
+                                f"/channels/{thread_id}", {"name": name})
+        except SinkRetry as error:  # rate-limited or down: the next turn tries again
+            log.info("roam mirror: renaming the Discord thread waits: %s", error)
+            return
+        except (SinkTerminal, SinkRejected, NotFound) as error:
+            log.warning("roam mirror: cannot rename the Discord thread: %s", error)
+        self.threads.update(self.channel, event.session_key, label=label, titled=True,
+                            name=name)
 
     def _post(self, thread_id: str, event_id: str, index: int, content: str) -> str:
         body = self.client.request(

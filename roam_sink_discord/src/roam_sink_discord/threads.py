@@ -57,22 +57,52 @@ class ThreadMap:
         return dict(entry) if isinstance(entry, dict) else None
 
     def set_thread(self, channel: str, session_key: str, thread_id: str, name: str) -> None:
+        """Record the session's thread (what the session was called is kept)."""
         with self._locked() as data:
-            data["channels"].setdefault(channel, {})[session_key] = {
-                "thread_id": thread_id, "name": name, "created_at": time.time()}
+            threads = data["channels"].setdefault(channel, {})
+            threads[session_key] = {**_lineage(threads.get(session_key)),
+                                    "thread_id": thread_id, "name": name,
+                                    "created_at": time.time()}
 
-    def set_intent(self, channel: str, session_key: str, name: str) -> None:
-        """Note that a thread named `name` is about to be created (none is known yet)."""
+    def set_intent(self, channel: str, session_key: str, name: str, *, label: str = "",
+                   titled: bool = False) -> None:
+        """Note that a thread named `name` is about to be created (none is known yet).
+
+        `label` is what names the session (kept for every later thread of it) and
+        `titled` whether that came from Hermes's title; an existing label wins.
+        """
         with self._locked() as data:
-            data["channels"].setdefault(channel, {})[session_key] = {
-                "intent": {"name": name, "at": time.time()}}
+            threads = data["channels"].setdefault(channel, {})
+            lineage = _lineage(threads.get(session_key))
+            if label and not lineage.get("label"):
+                lineage.update(label=label, titled=titled)
+            threads[session_key] = {**lineage, "intent": {"name": name, "at": time.time()}}
 
-    def forget(self, channel: str, session_key: str, thread_id: str) -> None:
-        """Drop the entry if it still points at `thread_id` (the thread is gone)."""
+    def mark_unanswered(self, channel: str, session_key: str) -> None:
+        """Note that the creation asked for in the intent got no answer at all."""
+        with self._locked() as data:
+            entry = data["channels"].get(channel, {}).get(session_key)
+            if isinstance(entry, dict) and isinstance(entry.get("intent"), dict):
+                entry["intent"]["unanswered"] = True
+
+    def retire(self, channel: str, session_key: str, thread_id: str, reason: str) -> None:
+        """The session's thread refuses posts (`reason`): its next thread continues it."""
         with self._locked() as data:
             threads = data["channels"].get(channel, {})
-            if threads.get(session_key, {}).get("thread_id") == thread_id:
-                del threads[session_key]
+            entry = threads.get(session_key)
+            if not isinstance(entry, dict) or entry.get("thread_id") != thread_id:
+                return
+            lineage = _lineage(entry)
+            lineage["generation"] = int(lineage.get("generation", 0)) + 1
+            lineage["continued_from"] = {"thread_id": thread_id, "reason": reason}
+            threads[session_key] = lineage
+
+    def update(self, channel: str, session_key: str, **fields: Any) -> None:
+        """Set some fields of an existing entry (a rename, a continuation note posted)."""
+        with self._locked() as data:
+            entry = data["channels"].get(channel, {}).get(session_key)
+            if isinstance(entry, dict):
+                entry.update(fields)
 
     def set_progress(self, channel: str, session_key: str, event_id: str,
                      message_ids: list[str], attempting: float | None = None) -> None:
@@ -94,3 +124,14 @@ class ThreadMap:
                 recent.append({"event_id": event_id, "message_ids": list(message_ids)})
                 entry["recent"] = recent[-RECENT:]
                 entry.pop("progress", None)
+
+
+#: What an entry keeps when its thread is replaced: how the session is named and how many
+#: threads it had, so a continuation is named from the session, not from the latest turn.
+_LINEAGE = ("label", "titled", "generation", "continued_from")
+
+
+def _lineage(entry: Any) -> dict[str, Any]:
+    if not isinstance(entry, dict):
+        return {}
+    return {key: entry[key] for key in _LINEAGE if key in entry}

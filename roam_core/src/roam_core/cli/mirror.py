@@ -1,4 +1,4 @@
-"""`roam mirror status|flush|backfill`: the session mirror from the command line."""
+"""`roam mirror status|flush|retry|backfill`: the session mirror from the command line."""
 
 from __future__ import annotations
 
@@ -23,6 +23,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     flush.add_argument("--timeout", type=float, default=60.0, metavar="S",
                        help="wait at most S seconds for another sender (default 60)")
     flush.set_defaults(func=run_flush)
+
+    retry = verbs.add_parser("retry", help="send turns a sink gave up on again")
+    retry.add_argument("event_ids", nargs="*", metavar="EVENT",
+                       help="only these turns (ids from `mirror status`); default all")
+    retry.add_argument("--sink", default="", metavar="NAME",
+                       help="only this sink (default: every sink)")
+    retry.add_argument("--no-flush", action="store_true",
+                       help="only put them back in line; deliver later")
+    retry.set_defaults(func=run_retry)
 
     backfill = verbs.add_parser("backfill", help="mirror past sessions from state.db")
     backfill.add_argument("--session", metavar="ID", help="only this session")
@@ -60,8 +69,18 @@ def run_status(args: argparse.Namespace) -> int:
         print(f"Held unsent: {report['held']} turn(s): {report['held_reason']}")
     if report["sinks"]:
         rows = [[s["name"], s["status"], s["pending"], _ago(s["last_delivery_at"]),
-                 s["last_error"] or "-"] for s in report["sinks"]]
+                 f"{s['last_error']} ({_ago(s['last_error_at'])})" if s["last_error"] else "-"]
+                for s in report["sinks"]]
         table(["Sink", "Status", "Pending", "Last delivery", "Last error"], rows)
+    for sink in report["sinks"]:
+        if sink["retry_in"]:
+            print(f"{sink['name']}: next try in {sink['retry_in']:.0f}s")
+        for turn in sink["given_up"]:
+            print(f"{sink['name']} gave up on {turn['event_id']} ({turn['session']}, "
+                  f"{_ago(turn['at'])}): {turn['reason']}")
+        if sink["given_up"]:
+            print(f"Send them again with: roam mirror retry (or name the turns: "
+                  f"roam mirror retry {sink['given_up'][0]['event_id']})")
     return 0
 
 
@@ -83,6 +102,20 @@ def run_flush(args: argparse.Namespace) -> int:
     if report["held"]:
         print(f"Held unsent: {report['held']} turn(s): {report['held_reason']}")
     return 1 if result.errors or report["held"] else 0
+
+
+def run_retry(args: argparse.Namespace) -> int:
+    from roam_core.mirror.sender import retry_given_up
+
+    home = resolve_home(args.home)
+    count = retry_given_up(home.root, args.event_ids, sink=args.sink)
+    if args.event_ids and count < len(set(args.event_ids)):
+        raise UserError(f"{len(set(args.event_ids)) - count} of the named turn(s) are not "
+                        "given up (see roam mirror status)")
+    print(f"{count} given-up turn(s) back in line.")
+    if args.no_flush or not count:
+        return 0
+    return run_flush(argparse.Namespace(home=args.home, timeout=60.0))
 
 
 def run_backfill(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,7 @@ from roam_core.errors import RoamError
 from roam_core.mirror.config import enabled_sinks, settings_for
 from roam_core.mirror.events import TurnEvent
 from roam_core.mirror.redact import RedactionUnavailable, redact_event
-from roam_core.mirror.sink import Sink, SinkRejected, SinkRetry, SinkTerminal
+from roam_core.mirror.sink import SessionRetry, Sink, SinkRejected, SinkRetry, SinkTerminal
 from roam_core.mirror.spool import Spool
 
 log = logging.getLogger(__name__)
@@ -165,6 +165,11 @@ class Sender:
         if not force and now < float(record.get("backoff_until", 0)):
             result.errors[name] = str(record.get("last_error", "backing off"))
             return
+        asked = float(record.get("asked_until", 0) or 0)
+        if now < asked:  # the destination's own wait (a rate limit): even a flush honours it
+            result.errors[name] = (f"{record.get('last_error') or 'rate limited'}; the "
+                                   f"destination asked to wait {asked - now:.0f}s more")
+            return
         try:
             sink = self._sink(name, settings)
             fingerprint = sink.fingerprint()
@@ -176,7 +181,7 @@ class Sender:
             result.errors[name] = str(terminal.get("reason"))
             return
         record.pop("terminal", None)
-        rejected: dict[str, str] = record.setdefault("rejected", {})
+        rejected: dict[str, Any] = record.setdefault("rejected", {})
         attempts: dict[str, int] = record.setdefault("attempts", {})
         done = self.spool.delivered(name)
         blocked: set[str] = set()
@@ -198,11 +203,19 @@ class Sender:
             except SinkRejected as error:
                 attempts[event.event_id] = attempts.get(event.event_id, 0) + 1
                 if attempts[event.event_id] >= REJECT_AFTER:
-                    rejected[event.event_id] = _describe(error)
+                    # Given up, never silently: `mirror status` lists it, `retry` resends.
+                    rejected[event.event_id] = {"reason": _describe(error), "at": self.clock(),
+                                                "session": event.session_key}
                     attempts.pop(event.event_id, None)
-                    log.warning("roam mirror: %s rejected a turn: %s", name, _describe(error))
+                    log.warning("roam mirror: %s gave up on a turn of %s: %s", name,
+                                event.session_key, _describe(error))
                 else:
                     blocked.add(event.session_key)
+                record["last_error"] = _describe(error)
+                record["last_error_at"] = self.clock()
+                continue
+            except SessionRetry as error:  # only this session waits
+                blocked.add(event.session_key)
                 record["last_error"] = _describe(error)
                 record["last_error_at"] = self.clock()
                 continue
@@ -215,6 +228,9 @@ class Sender:
             record["failures"] = 0
             record["backoff_until"] = 0
             record["last_delivery_at"] = self.clock()
+            if not blocked:  # a success clears a stale error (not one met in this pass)
+                record.pop("last_error", None)
+                record.pop("last_error_at", None)
             result.delivered += 1
 
     def _titled(self, event: TurnEvent) -> TurnEvent:
@@ -242,6 +258,8 @@ class Sender:
             delay = max(retry_after, delay)
         record["failures"] = failures
         record["backoff_until"] = self.clock() + delay
+        if retry_after:
+            record["asked_until"] = self.clock() + retry_after
         record["last_error"] = _describe(error)
         record["last_error_at"] = self.clock()
         result.errors[name] = record["last_error"]
@@ -355,6 +373,35 @@ def _shutdown_all() -> None:
         _runners.clear()
     for runner in runners:
         runner.shutdown(EXIT_GRACE_SECONDS)
+
+
+def retry_given_up(root: Path, event_ids: Iterable[str] = (), sink: str = "",
+                   timeout: float = 60.0) -> int:
+    """Put given-up turns back in line (all, or those in `event_ids`); returns how many.
+
+    Takes the drainer lock, since only its holder writes the sender state.
+    """
+    wanted = set(event_ids)
+    spool = Spool(root)
+    deadline = time.monotonic() + timeout
+    while True:
+        with spool.sender_lock() as acquired:
+            if acquired:
+                state = spool.read_state()
+                count = 0
+                for name, record in state.get("sinks", {}).items():
+                    if sink and name != sink:
+                        continue
+                    rejected = record.get("rejected") or {}
+                    for event_id in [e for e in rejected if not wanted or e in wanted]:
+                        del rejected[event_id]
+                        count += 1
+                if count:
+                    spool.write_state(state)
+                return count
+        if time.monotonic() >= deadline:
+            raise RoamError("another process is sending the mirror's turns; try again later")
+        time.sleep(0.2)
 
 
 def flush(root: Path, timeout: float = 60.0) -> DrainResult:

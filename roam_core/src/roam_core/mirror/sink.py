@@ -6,10 +6,11 @@ in spool order per session; it never runs on the agent's thread. Its duties:
 - `deliver(event)` posts one redacted `TurnEvent` and returns a `Receipt`. It MUST be
   idempotent by `event.event_id`: delivering an event again (after a crash between "posted"
   and "recorded", or from a new process) must not show it twice at the destination.
-- It MUST fail only with the `SinkError` subclasses below, so the sender knows whether to
-  retry later (`SinkRetry`), stop using this configuration (`SinkTerminal`) or set this one
-  event aside (`SinkRejected`). Anything else escaping is a bug; the sender isolates it and
-  treats it as a retry.
+- It MUST fail only with the `SinkError` subclasses below, so the sender knows whether
+  to retry later (`SinkRetry`; `SessionRetry` when only this session must wait), stop
+  using this configuration (`SinkTerminal`) or set this one event aside
+  (`SinkRejected`, which holds back only this session's later events until given up).
+  Anything else escaping is a bug; the sender isolates it and treats it as a retry.
 - It MUST bound every call in time (it may sleep for a rate limit, within its own limits).
 - `fingerprint()` names the configuration (destination and credential identity, never the
   credential itself) so a terminal failure is remembered only for that configuration.
@@ -38,6 +39,14 @@ class SinkRetry(SinkError):
     def __init__(self, message: str, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class SessionRetry(SinkRetry):
+    """A transient failure of one session's destination (its thread): only that session waits.
+
+    The sender keeps delivering the other sessions' events and tries this session again on
+    a later pass.
+    """
 
 
 class SinkTerminal(SinkError):
