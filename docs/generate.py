@@ -42,6 +42,8 @@ CORE_SETTINGS = {
     "sessions_max_mb": "size cap of the session archive tier, in MiB",
     "sync_cron": "optional tier: share `cron/jobs.json` (cron job definitions)",
     "max_file_mb": "the largest shared file roam pushes or accepts, in MiB",
+    "operation_timeout_seconds": "time budget of one push, pull, restore or check; a push that "
+                                 "runs out resumes when run again (what was uploaded is kept)",
 }
 
 #: Secrets roam reads (environment, or `ROAM_*` lines of the root home's `.env`; inside

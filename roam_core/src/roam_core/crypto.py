@@ -13,6 +13,7 @@ import hashlib
 import hmac
 import os
 import re
+import string
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +50,10 @@ def parse_key(text: str | None) -> bytes:
     raw = text.strip()
     if _HEX.match(raw):
         return bytes.fromhex(raw)
+    if all(char in string.hexdigits for char in raw) and abs(len(raw) - 2 * KEY_BYTES) <= 8:
+        # hex digits are base64 too, but a near-64 run of them is a hex key cut or padded
+        raise ArchiveKeyError(f"{KEY_ENV} looks like a hex key of {len(raw)} characters; "
+                              f"a hex key is exactly {2 * KEY_BYTES}")
     cleaned = raw.replace("-", "+").replace("_", "/")
     cleaned += "=" * (-len(cleaned) % 4)
     try:

@@ -14,6 +14,9 @@ from roam_core.errors import DeadlineExceeded
 BUDGETS = {"push": 900.0, "pull": 900.0, "restore": 900.0, "status": 60.0, "doctor": 60.0,
            "diff": 60.0, "check": 900.0, "init": 120.0, "default": 60.0}
 
+#: Transfers whose budget is the `operation_timeout_seconds` setting when it is given.
+LONG_OPERATIONS = frozenset({"push", "pull", "restore", "check"})
+
 #: An unreachable remote should fail within about this many seconds.
 CONNECT_BUDGET = 15.0
 
@@ -27,11 +30,17 @@ class Deadline:
 
     @classmethod
     def after(cls, seconds: float, operation: str = "operation") -> Deadline:
-        return cls(time.monotonic() + seconds, operation)
+        return cls(time.monotonic() + seconds, operation, seconds)
+
+    budget: float = 0.0
 
     @classmethod
-    def for_operation(cls, operation: str) -> Deadline:
-        return cls.after(BUDGETS.get(operation, BUDGETS["default"]), operation)
+    def for_operation(cls, operation: str, long_budget: float | None = None) -> Deadline:
+        """The budget of `operation`; transfers take `long_budget` (the setting) when given."""
+        seconds = BUDGETS.get(operation, BUDGETS["default"])
+        if long_budget is not None and operation in LONG_OPERATIONS:
+            seconds = long_budget
+        return cls(time.monotonic() + seconds, operation, seconds)
 
     def remaining(self) -> float:
         return self.at - time.monotonic()
@@ -42,7 +51,15 @@ class Deadline:
     def check(self) -> None:
         """Raise `DeadlineExceeded` when the budget is spent."""
         if self.expired():
-            raise DeadlineExceeded(f"{self.operation} ran out of time")
+            raise DeadlineExceeded(self._message())
+
+    def _message(self) -> str:
+        if self.operation not in LONG_OPERATIONS:
+            return f"{self.operation} ran out of time"
+        # Packs already uploaded and blobs already fetched are kept: a rerun skips them.
+        return (f"{self.operation} ran out of time after {self.budget:.0f} s "
+                f"(operation_timeout_seconds); run roam {self.operation} again to resume "
+                "where it stopped, or raise the setting")
 
     def timeout(self, cap: float) -> float:
         """The timeout for one call: at most `cap`, never past the deadline, at least 0.1 s."""

@@ -77,3 +77,33 @@ class TransientBackendError(BackendError):
 
 class DeadlineExceeded(TransientBackendError):
     """The operation's time budget ran out before the backend answered."""
+
+
+def describe(error: RoamError) -> str:
+    """The one line a user reads: the message behind a prefix that says what kind it is.
+
+    Only a network failure says "remote unreachable"; a wrong key, a bad setting or a
+    missing plugin say so instead, so the fix is looked for in the right place.
+    """
+    message = str(error)
+    if isinstance(error, DeadlineExceeded):
+        return message  # it names the operation and how to resume
+    prefix = next((label for kind, label in _LABELS if isinstance(error, kind)), "")
+    if not prefix or message.startswith(prefix) or f" {prefix}" in message:
+        return message
+    return f"{prefix}{message}"
+
+
+_LABELS: tuple[tuple[type[RoamError], str], ...] = (
+    (ArchiveKeyError, "key error: "),
+    (ConfigError, "configuration error: "),
+    (PluginError, "plugin error: "),
+    (TransientBackendError, "remote unreachable: "),
+    (BackendError, "remote error: "),
+)
+
+
+def describe_os_error(error: OSError) -> str:
+    """`No space left on device: /path`, never the empty `()` a missing file name gave."""
+    text = error.strerror or (str(error.args[0]) if error.args else "") or type(error).__name__
+    return f"{text}: {error.filename}" if error.filename else text

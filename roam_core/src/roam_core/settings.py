@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import difflib
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from roam_core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from roam_core.manager import PluginManager
 
 #: Every core setting with its default; plugins declare their own through `Setting` records.
 DEFAULTS: dict[str, Any] = {
@@ -23,7 +28,11 @@ DEFAULTS: dict[str, Any] = {
     "sessions_max_mb": 50,
     "sync_cron": False,
     "max_file_mb": 100,
+    "operation_timeout_seconds": 3600,
 }
+
+#: How `roam config set` checks a core setting's value (the rest follow their default's type).
+_CORE_KINDS = {"backend": "backend", "device_name": "text", "mirror_sinks": "sinks"}
 
 SETTINGS_PATH = ("plugins", "entries", "roam", "settings")
 
@@ -37,6 +46,11 @@ def number(settings: Mapping[str, Any], name: str) -> float:
     raw = settings.get(name)
     if raw is None or raw == "":
         raw = DEFAULTS[name]
+    return finite_number(name, raw)
+
+
+def finite_number(name: str, raw: Any) -> float:
+    """`raw` as a finite number of at least 0, or a `ConfigError` naming the setting."""
     try:
         value = float(raw) if not isinstance(raw, bool) else math.nan
     except (TypeError, ValueError, OverflowError):
@@ -44,20 +58,6 @@ def number(settings: Mapping[str, Any], name: str) -> float:
     if not math.isfinite(value) or value < 0:
         raise ConfigError(f"setting {name} must be a number of at least 0, not {raw!r}")
     return value
-
-
-def check_core_setting(name: str, value: Any) -> None:
-    """Refuse a value a core setting cannot take (`roam config set` checks before writing).
-
-    Raises:
-        ConfigError: for a non-number where a number belongs, or a non-boolean switch.
-    """
-    default = DEFAULTS.get(name)
-    if isinstance(default, bool):
-        if not isinstance(value, bool):
-            raise ConfigError(f"setting {name} is a switch: true or false, not {value!r}")
-    elif isinstance(default, int):
-        number({name: value}, name)
 
 
 def load_yaml_mapping(path: Path) -> dict[str, Any]:
@@ -103,6 +103,28 @@ def write_settings(root: Path, values: dict[str, Any]) -> None:
     The one writer of roam's settings (`roam config set`, `roam auto on|off`): a round-trip
     parse, the keys set, and an atomic replace that keeps the file's mode.
     """
+
+    def update(block: dict[str, Any]) -> bool:
+        block.update(values)
+        return True
+
+    _edit_block(root, update)
+
+
+def remove_setting(root: Path, name: str) -> bool:
+    """Delete one key of roam's settings block, keeping comments; False when it is not set."""
+
+    def remove(block: dict[str, Any]) -> bool:
+        return block.pop(name, _ABSENT) is not _ABSENT
+
+    return _edit_block(root, remove)
+
+
+_ABSENT = object()
+
+
+def _edit_block(root: Path, edit: Callable[[dict[str, Any]], bool]) -> bool:
+    """Round-trip config.yaml, let `edit` change roam's block, write it back if it did."""
     import io
 
     from ruamel.yaml import YAML
@@ -134,9 +156,114 @@ def write_settings(root: Path, values: dict[str, Any]) -> None:
         node = node[part]
     if not isinstance(node, dict):
         raise ConfigError(f"{path}: {'.'.join(SETTINGS_PATH)} is not a mapping")
-    node.update(values)
+    if not edit(node):
+        return False
     out = io.StringIO()
     yaml.dump(document, out)
     root.mkdir(parents=True, exist_ok=True)
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
     write_atomic(path, out.getvalue().encode("utf-8"), mode=mode)
+    return True
+
+
+# -- the registry: every setting core and the installed plugins declare ------------------
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One setting roam knows: its default, how values are checked, who declared it."""
+
+    name: str
+    default: Any
+    kind: str  # switch, number, text, backend, sinks
+    plugin: str  # "core", or the backend or sink that declared it
+    help: str = ""
+
+
+@dataclass
+class Registry:
+    """Every known setting by name, the installed backends and sinks, and declaration problems.
+
+    Core's names come first and cannot be taken: a plugin declaring `backend` (or another
+    plugin's name) is not registered for it, and the clash is listed in `problems`.
+    """
+
+    settings: dict[str, Declared] = field(default_factory=dict)
+    backends: tuple[str, ...] = ()
+    sinks: tuple[str, ...] = ()
+    problems: list[str] = field(default_factory=list)
+
+    def lookup(self, name: str) -> Declared:
+        """The setting called `name`, or a `ConfigError` naming the closest known one."""
+        if name in self.settings:
+            return self.settings[name]
+        near = difflib.get_close_matches(name, list(self.settings), n=1, cutoff=0.6)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        raise ConfigError(f"unknown setting {name!r}{hint}; roam config list shows every one")
+
+    def check(self, name: str, value: Any) -> None:
+        """Refuse a value the setting cannot take; unknown names are refused by `lookup`."""
+        declared = self.lookup(name)
+        if declared.kind == "switch":
+            if not isinstance(value, bool):
+                raise ConfigError(f"setting {name} is a switch: true or false, not {value!r}")
+        elif declared.kind == "number":
+            if isinstance(value, str):  # YAML parsed it as text: "5 MB", "fast"
+                raise ConfigError(f"setting {name} must be a number of at least 0, "
+                                  f"not {value!r}")
+            finite_number(name, value)
+        elif declared.kind == "text":
+            if isinstance(value, bool | list | dict):
+                raise ConfigError(f"setting {name} takes text, not {value!r}")
+        elif declared.kind == "backend":
+            _one_of(name, value, self.backends, "backend")
+        elif declared.kind == "sinks":
+            if not isinstance(value, list):
+                raise ConfigError(f"setting {name} is a list of sink names, like [discord]")
+            for item in value:
+                _one_of(name, item, self.sinks, "sink")
+
+
+def _one_of(name: str, value: Any, installed: tuple[str, ...], kind: str) -> None:
+    if value in installed:
+        return
+    from roam_core.manager import INSTALL_HINTS
+
+    have = ", ".join(installed) or "none"
+    hint = INSTALL_HINTS.get(str(value))
+    fix = f"; install {hint}" if hint else ""
+    raise ConfigError(f"setting {name}: no {kind} named {value!r} is installed "
+                      f"(have: {have}){fix}")
+
+
+def _kind_of(default: Any) -> str:
+    if isinstance(default, bool):
+        return "switch"
+    if isinstance(default, int | float):
+        return "number"
+    return "text"
+
+
+def registry(manager: PluginManager) -> Registry:
+    """Core's settings, then each installed backend's and sink's (secrets excluded)."""
+    found = Registry()
+    for name, default in DEFAULTS.items():
+        found.settings[name] = Declared(name, default, _CORE_KINDS.get(name, _kind_of(default)),
+                                        "core")
+    backends = manager.storage_backends()
+    sinks = manager.session_sinks()
+    found.backends, found.sinks = tuple(sorted(backends)), tuple(sorted(sinks))
+    records = [*sorted(backends.items()), *sorted(sinks.items())]
+    for owner, record in records:
+        for setting in record.settings:
+            if setting.secret:
+                continue
+            taken = found.settings.get(setting.name)
+            if taken is not None:
+                found.problems.append(f"plugin {owner} declares setting {setting.name!r}, "
+                                      f"which {taken.plugin} already declares; ignored")
+                continue
+            found.settings[setting.name] = Declared(
+                setting.name, setting.default, _kind_of(setting.default), owner, setting.help)
+    return found
+

@@ -22,7 +22,7 @@ from roam_core.cli.parser import (
     apply_global_json,
     spread_global_flags,
 )
-from roam_core.errors import RoamError
+from roam_core.errors import RoamError, describe, describe_os_error
 
 #: Modules under `roam_core.cli` that add verbs; each has `register(subparsers)`.
 COMMAND_MODULES = ("listing", "rules", "demo", "config", "sync", "pull", "doctor", "auto", "mirror",
@@ -70,11 +70,10 @@ def run(args: argparse.Namespace) -> int:
     except BrokenPipeError:
         return _stdout_gone()
     except RoamError as failure:
-        error(str(failure))
+        error(describe(failure))
         return failure.exit_code
     except OSError as failure:  # the machine said no (full disk, permissions): not a bug
-        where = f": {failure.filename}" if failure.filename else ""
-        error(f"{failure.strerror or failure}{where}")
+        error(describe_os_error(failure))
         return 1
     except KeyboardInterrupt:
         error("interrupted")

@@ -8,7 +8,7 @@ from typing import Any
 from roam_core.cli.common import operation
 from roam_core.cli.output import emit_json, sanitize, table
 from roam_core.cli.progress import Progress
-from roam_core.errors import TransientBackendError
+from roam_core.errors import RoamError
 
 CAP = 40
 
@@ -66,7 +66,7 @@ def _status(args: argparse.Namespace) -> int:
         print(f"conflicts kept local: {len(report['conflicts'])}")
         print_capped(report["conflicts"])
     if not report["reachable"]:
-        raise TransientBackendError(f"remote unreachable: {report['error']}")
+        raise RoamError(report["error"])  # already says what kind of failure it is
     print(f"remote:  generation {report['remote_generation']} on {sanitize(report['identity'])},"
           f" fleet of {report['fleet_size']}")
     if report["behind"]:

@@ -43,7 +43,7 @@ from roam_core.engine.prefetch import Content, Prefetch
 from roam_core.engine.progress import ProgressSink
 from roam_core.engine.scan import stat_signature
 from roam_core.engine.state import LocalState, load_state, save_state
-from roam_core.errors import RoamError, UserError
+from roam_core.errors import RoamError, UserError, describe_os_error
 
 JOURNAL = "journal.json"
 KILL_ENV = "ROAM_TEST_KILL_AT"
@@ -250,8 +250,8 @@ class Install:
             problems = rollback(self.root, self.state_dir, self._loaded())
             (self.state_dir / JOURNAL).unlink(missing_ok=True)
             if isinstance(error, OSError):
-                raise UserError(f"install failed and was rolled back: {error.strerror or error} "
-                                f"({getattr(error, 'filename', '') or ''})"
+                raise UserError("install failed and was rolled back: "
+                                f"{describe_os_error(error)}"
                                 + (f"; {problems}" if problems else "")) from None
             raise
         kill_point("journal:committed")

@@ -40,7 +40,9 @@ class Session:
 
     @classmethod
     def open(cls, home: Home, operation: str) -> Session:
-        return cls(home, Deadline.for_operation(operation), load_settings(home.root))
+        settings = load_settings(home.root)
+        budget = number(settings, "operation_timeout_seconds")
+        return cls(home, Deadline.for_operation(operation, budget), settings)
 
     @property
     def root(self) -> Path:

@@ -10,7 +10,7 @@ from roam_core.engine import remote as remote_module
 from roam_core.engine.scan import StatCache, fill_digests, list_shared
 from roam_core.engine.session import Session
 from roam_core.engine.state import LocalState
-from roam_core.errors import RoamError
+from roam_core.errors import RoamError, describe
 from roam_core.types import Scope
 
 
@@ -77,7 +77,7 @@ def status(session: Session) -> dict[str, Any]:
         head = remote_module.read_verified_head(session, state)
         snapshot = None if head is None else session.repo.load_snapshot(head.snapshot)
     except RoamError as error:
-        report["error"] = str(error)
+        report["error"] = describe(error)  # "remote unreachable" only when it is the network
         return report
     report["reachable"] = True
     if head is not None and snapshot is not None:
