@@ -24,7 +24,7 @@ from roam_core.store.repository import Repository
 from roam_core.types import PluginContext
 
 KINDS = {"snapshots/": crypto.KIND_SNAPSHOT, "trees/": crypto.KIND_TREE,
-         "index/": crypto.KIND_INDEX}
+         "index/": crypto.KIND_INDEX, "voids/": crypto.KIND_VOID}
 
 
 @contextlib.contextmanager

@@ -35,7 +35,9 @@ KIND_TREE = b"T"
 KIND_SNAPSHOT = b"S"
 KIND_INDEX = b"I"
 KIND_HEAD = b"H"
-KINDS = {KIND_BLOB, KIND_TREE, KIND_SNAPSHOT, KIND_INDEX, KIND_HEAD}
+#: A record that some packs and indexes are gone: their blobs no longer count as stored.
+KIND_VOID = b"V"
+KINDS = {KIND_BLOB, KIND_TREE, KIND_SNAPSHOT, KIND_INDEX, KIND_HEAD, KIND_VOID}
 
 _HEX = re.compile(r"^[0-9a-fA-F]{64}$")
 

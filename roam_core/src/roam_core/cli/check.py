@@ -3,20 +3,62 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from roam_core.cli.common import operation
 from roam_core.cli.output import emit_json, sanitize
 from roam_core.cli.sync import _size, print_capped
 
+if TYPE_CHECKING:
+    from roam_core.engine.check import CheckReport
+
 
 def _check(args: argparse.Namespace) -> int:
     from roam_core.engine.check import check
 
+    if args.repair:
+        return _repair(args)
     with operation(args, "check", lock=False) as session:
         report = check(session, read_data=args.read_data)
     if args.json:
         emit_json(report.as_json())
         return 0 if report.ok else 1
+    code = _print_report(report)
+    if report.repairable:
+        flags = " --read-data" if report.read_data else ""
+        print(f"roam: run roam check --repair{flags} to put back what this device still holds "
+              "(see docs/troubleshooting.md)")
+    return code
+
+
+def _repair(args: argparse.Namespace) -> int:
+    from roam_core.engine.repair import repair
+
+    # a repair writes to the store: one writer per home, as a push
+    with operation(args, "check", lock=True) as session:
+        result = repair(session, read_data=args.read_data)
+    remaining = result.remaining
+    if args.json:
+        emit_json(result.as_json())
+        return 0 if remaining.ok else 1
+    if result.changed:
+        print(f"roam: repaired: {result.blobs} blob(s) ({_size(result.bytes)}) sealed again "
+              f"from this device's files, {result.trees} tree(s) and {result.snapshots} "
+              f"snapshot(s) put back, {result.indexes} index(es) rewritten, "
+              f"{result.voided_packs} lost or damaged pack(s) recorded as void")
+    else:
+        print("roam: nothing this device could repair")
+    if remaining.ok:
+        print("roam: no problems found")
+        return 0
+    print(f"roam: cannot repair {len(remaining.problems)} problem(s) (no copy on this device; "
+          "a device that still holds these files can run roam check --repair):")
+    print_capped([f"{problem.object}: {problem.message}" for problem in remaining.problems],
+                 indent="  error: ")
+    return 1
+
+
+def _print_report(report: CheckReport) -> int:
     print(f"roam: checked {sanitize(report.identity)}")
     if report.head_generation is not None:
         print(f"  HEAD: generation {report.head_generation} (floor {report.floor})")
@@ -39,5 +81,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "check", help="verify the store: HEAD, every snapshot, tree and blob reference")
     parser.add_argument("--read-data", action="store_true",
                         help="also read every referenced blob and verify its content")
+    parser.add_argument("--repair", action="store_true",
+                        help="put back lost objects from this device's files, then check again")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=_check)

@@ -23,6 +23,7 @@ from roam_core.engine.session import Session
 from roam_core.engine.state import load_floor
 from roam_core.errors import ArchiveKeyError, IntegrityError, UserError
 from roam_core.store.manifest import BlobRef, FileEntry, check_manifest, check_path
+from roam_core.store.objects import snapshot_key, tree_key
 from roam_core.store.repository import Repository
 
 #: Deeper trees are refused (the same bound the reader applies).
@@ -58,6 +59,8 @@ class CheckReport:
     blobs_read: int = 0
     bytes_read: int = 0
     problems: list[Problem] = field(default_factory=list)
+    #: Something `roam check --repair` may put back (from this device's files and caches).
+    repairable: bool = False
 
     @property
     def ok(self) -> bool:
@@ -73,6 +76,7 @@ class CheckReport:
                 "blobs": self.blobs, "packs": self.packs, "indexes": self.indexes,
                 "unreferenced_packs": self.unreferenced_packs, "read_data": self.read_data,
                 "blobs_read": self.blobs_read, "bytes_read": self.bytes_read,
+                "repairable": self.repairable,
                 "problems": [problem.as_json() for problem in self.problems]}
 
 
@@ -102,6 +106,12 @@ class Checker:
         self._incomplete: set[str] = set()
         self._refs: dict[BlobRef, _Use] = {}
         self._contents: dict[tuple[str, int, tuple[BlobRef, ...]], _Use] = {}
+        # what `repair` works from: refs no copy of can be read, and objects to put back
+        self.broken: set[BlobRef] = set()
+        self.lost_packs: set[str] = set()
+        self.unlisted: dict[str, set[BlobRef]] = {}
+        self.bad_indexes: set[str] = set()
+        self.missing: set[str] = set()
 
     def run(self) -> CheckReport:
         report = self.report
@@ -115,7 +125,14 @@ class Checker:
         self._packs_and_indexes()
         if report.read_data:
             self._read_data()
+        report.repairable = bool(self.broken or self.unlisted or self.bad_indexes
+                                 or self.missing)
         return report
+
+    @property
+    def contents(self) -> dict[tuple[str, int, tuple[BlobRef, ...]], _Use]:
+        """Each distinct file content (SHA-256, size, blob refs) and where it was first seen."""
+        return self._contents
 
     # -- HEAD and the chain of snapshots --------------------------------------------------
 
@@ -157,6 +174,7 @@ class Checker:
             except IntegrityError as error:
                 self.report.add(what, f"generation {expected}: {_reason(error)}; older "
                                 "generations cannot be reached")
+                self._note_missing(error, snapshot_key(snapshot_id))
                 return
             self.report.snapshots += 1
             if snapshot.generation != expected:
@@ -182,6 +200,7 @@ class Checker:
             entries = self.repo.load_tree(tree_id)
         except IntegrityError as error:
             self.report.add(what, _reason(error))
+            self._note_missing(error, tree_key(tree_id))
             self._trees[tree_id] = None
             return None
         parsed: list[tuple[str, FileEntry | str]] = []
@@ -193,6 +212,10 @@ class Checker:
         if len(parsed) < len(entries):
             self._incomplete.add(tree_id)
         return parsed
+
+    def _note_missing(self, error: IntegrityError, key: str) -> None:
+        if "missing from the store" in str(error):
+            self.missing.add(key)
 
     def _node(self, what: str, name: str, node: Any) -> FileEntry | str | None:
         """A file entry, a subtree id, or None after reporting what is wrong with it."""
@@ -264,17 +287,30 @@ class Checker:
         report = self.report
         backend = self.session.backend
         packs = set(backend.list("packs/"))
+        try:
+            lost_packs, void_indexes = self.repo.voided()
+        except IntegrityError as error:
+            report.add("void records", _reason(error))
+            lost_packs, void_indexes = frozenset(), frozenset()
         indexed: dict[str, set[tuple[str, int, int]]] = {}
+        stored_again: set[str] = set()  # blobs an index places in a pack that is there
         for key in sorted(backend.list("index/")):
             index_id = key.rpartition("/")[2]
+            if index_id in void_indexes:
+                continue  # a repair replaced it: whatever it says no longer counts
             report.indexes += 1
             try:
                 refs = self.repo.load_index(index_id)
             except IntegrityError as error:
                 report.add(f"index {index_id}", _reason(error))
+                self.bad_indexes.add(index_id)
                 continue
             for blob_id, pack, offset, length in refs:
+                if pack in lost_packs:
+                    continue
                 indexed.setdefault(pack, set()).add((blob_id, offset, length))
+                if pack in packs:
+                    stored_again.add(blob_id)
         referenced: set[str] = set()
         report.blobs = len({ref[0] for ref in self._refs})
         for ref, use in sorted(self._refs.items()):
@@ -282,10 +318,16 @@ class Checker:
             referenced.add(pack)
             where = f"(file {use.path!r}, generation {use.generation})"
             if pack not in packs:
+                if blob_id in stored_again:
+                    continue  # readers find it where a push or a repair stored it again
                 report.add(f"pack {pack}", f"is missing from the store {where}")
-            elif (blob_id, offset, length) not in indexed.get(pack, set()):
+                self.broken.add(ref)
+                self.lost_packs.add(pack)
+            elif pack not in lost_packs \
+                    and (blob_id, offset, length) not in indexed.get(pack, set()):
                 report.add(f"blob {blob_id[:16]}", f"in {pack} is not listed by any index "
                            f"{where}")
+                self.unlisted.setdefault(pack, set()).add(ref)
         report.packs = len(referenced & packs)
         report.unreferenced_packs = len(packs - referenced)
 
@@ -321,6 +363,8 @@ class Checker:
             self.report.add(f"blob {ref[0][:16]}", f"{_reason(error)} (file {use.path!r}, "
                             f"generation {use.generation})")
             bad.add(ref)
+            self.broken.add(ref)
+            self.lost_packs.add(ref[1])  # damaged: what it holds is never counted on again
             return None
         if ref not in read:
             read.add(ref)

@@ -27,6 +27,7 @@ from roam_core.errors import ConflictError, RefConflict, UserError
 from roam_core.store.manifest import FileEntry, Manifest
 from roam_core.store.objects import Head, Snapshot
 from roam_core.store.packer import Packer
+from roam_core.store.presence import PackPresence
 from roam_core.tiers import sessions as sessions_tier
 from roam_core.tiers.archive import is_archive
 from roam_core.types import Scope
@@ -156,7 +157,7 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
     known = session.repo.known_blobs()
     for entry in base.values():
         known.update({ref[0]: ref for ref in entry.blobs if ref[1]})
-    packer = Packer(session.repo, known)
+    packer = Packer(session.repo, known, present=PackPresence(session.backend))
     pending: dict[str, tuple[str, int, tuple[str, ...], int]] = {}
     if progress is not None:
         progress.begin(len(to_send), result.bytes_changed)
@@ -173,6 +174,9 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
         if progress is not None:
             progress.advance(size, files=1)
     packer.finish()
+    if packer.lost_packs:
+        # the next push must not count on the lost packs' blobs either
+        session.repo.write_void(packer.lost_packs, set())
     kill_point("push:packs")
     for rel, (sha, size, blob_ids, mode) in pending.items():
         manifest[rel] = FileEntry(rel, size, mode, sha, "shared", packer.refs(blob_ids))

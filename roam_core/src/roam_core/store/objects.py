@@ -36,6 +36,10 @@ def index_key(pack_id: str) -> str:
     return f"index/{pack_id}"
 
 
+def void_key(void_id: str) -> str:
+    return f"voids/{void_id}"
+
+
 def tree_key(tree_id: str) -> str:
     return f"trees/{tree_id[:2]}/{tree_id}"
 

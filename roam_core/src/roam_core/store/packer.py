@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Callable
 from typing import BinaryIO
 
 from roam_core import crypto, libc
@@ -44,9 +45,14 @@ class Packer:
     """Collects new blobs into packs and uploads them; one per push."""
 
     def __init__(self, repo: Repository, known: dict[str, BlobRef], *,
-                 workers: int | None = None) -> None:
+                 workers: int | None = None,
+                 present: Callable[[str], bool] | None = None) -> None:
         self.repo = repo
         self.known = dict(known)
+        #: Confirms a known blob's pack is still stored before it is referenced (None: trusted).
+        self._present = present
+        #: Packs a known blob named that the store no longer holds: their blobs went again.
+        self.lost_packs: set[str] = set()
         self.locations: dict[str, BlobRef] = {}
         limit = repo.backend.capabilities.max_object_size
         self.pack_target = min(PACK_TARGET, limit // 2) if limit else PACK_TARGET
@@ -89,8 +95,15 @@ class Packer:
         if digest is None:
             digest = hashlib.sha256(data).digest()
         blob_id = self.repo.keys.name(crypto.KIND_BLOB, digest)
-        if blob_id in self.known or blob_id in self._queued:
+        if blob_id in self._queued:
             return blob_id
+        known = self.known.get(blob_id)
+        if known is not None:
+            # an index is no proof the pack is still there: a provider may have lost it
+            if self._present is None or self._present(known[1]):
+                return blob_id
+            self.lost_packs.add(known[1])
+            del self.known[blob_id]
         self._queued.add(blob_id)
         if len(data) < SMALL_CHUNK:
             # A short read comes back in a buffer sized for a whole chunk and shrunk: kept

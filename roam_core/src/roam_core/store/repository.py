@@ -31,6 +31,7 @@ from roam_core.store.objects import (
     parse_json,
     snapshot_key,
     tree_key,
+    void_key,
 )
 from roam_core.store.parallel import ParallelReads, read_workers
 from roam_core.store.spans import SPAN_WORKERS, Span, SpanReader, plan_spans
@@ -59,6 +60,9 @@ class Repository:
         #: For each root tree loaded or written here: folder path ("" for the root) → tree id.
         self.folders: dict[str, dict[str, str]] = {}
         self._known_lock = threading.Lock()
+        self._voids: tuple[frozenset[str], frozenset[str]] | None = None
+        #: Where each blob is stored now, by the indexes: for blobs whose pack was lost.
+        self._located: dict[str, BlobRef] | None = None
 
     # -- HEAD ----------------------------------------------------------------------------
 
@@ -283,7 +287,26 @@ class Repository:
         return self._read_blob(ref)[0]
 
     def _read_blob(self, ref: BlobRef) -> tuple[bytes, bytes]:
-        """The blob's bytes and their SHA-256 (already computed to check its name)."""
+        """The blob's bytes and their SHA-256 (already computed to check its name).
+
+        A blob whose pack is lost or damaged is read where a repair or a later push stored
+        it again (the indexes say where); its name check makes any copy as good as the first.
+        """
+        try:
+            return self._read_blob_at(ref)
+        except IntegrityError:
+            moved = self.located(ref[0])
+            if moved is None or moved == ref:
+                raise
+            return self._read_blob_at(moved)
+
+    def located(self, blob_id: str) -> BlobRef | None:
+        """Where the store's indexes (less voided ones) say `blob_id` is stored now."""
+        if self._located is None:
+            self._located = self.known_blobs()
+        return self._located.get(blob_id)
+
+    def _read_blob_at(self, ref: BlobRef) -> tuple[bytes, bytes]:
         _blob_id, pack, offset, length = ref
         try:
             sealed = self.backend.get(pack, offset, length)
@@ -308,11 +331,11 @@ class Repository:
         """Every blob of `span`, from one ranged read of its pack."""
         try:
             data = memoryview(self.backend.get(span.pack, span.start, span.size))
-        except ObjectNotFound:
-            raise IntegrityError(f"integrity error: {span.pack} is missing from the "
-                                 "store") from None
-        return [self._open_blob(ref, data[ref[2] - span.start:ref[2] - span.start + ref[3]])
-                for ref in span.refs]
+            return [self._open_blob(ref, data[ref[2] - span.start:ref[2] - span.start + ref[3]])
+                    for ref in span.refs]
+        except (ObjectNotFound, IntegrityError):
+            # a lost or damaged pack: each blob is read where it was stored again, if it was
+            return [self._read_blob(ref) for ref in span.refs]
 
     def read_blobs(self, refs: list[BlobRef]) -> Iterator[tuple[bytes, bytes]]:
         """Each blob's bytes and SHA-256, in order: one ranged read per pack span.
@@ -347,7 +370,8 @@ class Repository:
         """
         cache = self._cache_path("indexes", KNOWN_FILE)
         known = read_known(cache) if cache is not None else {}
-        listed = {key.rpartition("/")[2] for key in self.backend.list("index/")}
+        lost_packs, void_indexes = self.voided()
+        listed = {key.rpartition("/")[2] for key in self.backend.list("index/")} - void_indexes
         # only what this store lists counts: a cache kept from another store (the same home
         # re-initialised elsewhere) must never make a push skip uploading a blob
         stale = not known.keys() <= listed
@@ -364,7 +388,8 @@ class Repository:
                 write_known(cache, [json.dumps([index_id, refs]) for index_id, refs in lines],
                              append=not stale)
         # the cache holds only what load_index checked: no per-field conversion here
-        return {ref[0]: tuple(ref) for refs in known.values() for ref in refs}  # type: ignore[misc]
+        return {ref[0]: tuple(ref) for refs in known.values()  # type: ignore[misc]
+                for ref in refs if ref[1] not in lost_packs}
 
     def load_index(self, index_id: str) -> list[BlobRef]:
         """The blobs one pack holds, from the pack's sealed index object."""
@@ -375,9 +400,40 @@ class Repository:
         except (KeyError, TypeError, ValueError, IndexError, OverflowError):  # int(inf)
             raise IntegrityError(f"integrity error: index {index_id} is malformed") from None
 
-    def write_index(self, pack: str, refs: list[BlobRef]) -> str:
-        """Store the index of `pack` and note it as known: the next push reads it from here."""
-        value = {"v": 1, "pack": pack, "blobs": [[ref[0], ref[2], ref[3]] for ref in refs]}
+    def voided(self) -> tuple[frozenset[str], frozenset[str]]:
+        """(packs, indexes) that void records say are lost or damaged: never counted on."""
+        if self._voids is None:
+            packs: set[str] = set()
+            indexes: set[str] = set()
+            for key in sorted(self.backend.list("voids/")):
+                void_id = key.rpartition("/")[2]
+                _check_id(void_id, "void record")
+                data = self._read_json(crypto.KIND_VOID, void_id, key, "voids")
+                found_packs, found_indexes = data.get("packs"), data.get("indexes")
+                if not isinstance(found_packs, list) or not isinstance(found_indexes, list) \
+                        or not all(isinstance(item, str) for item in found_packs + found_indexes):
+                    raise IntegrityError(f"integrity error: void record {void_id} is malformed")
+                packs.update(found_packs)
+                indexes.update(found_indexes)
+            self._voids = (frozenset(packs), frozenset(indexes))
+        return self._voids
+
+    def write_void(self, packs: set[str], indexes: set[str]) -> None:
+        """Record that `packs` and `indexes` are lost or damaged (nothing is ever deleted)."""
+        value = {"v": 1, "packs": sorted(packs), "indexes": sorted(indexes)}
+        self._write_json(crypto.KIND_VOID, value, void_key)
+        self._voids = None
+        self._located = None
+
+    def write_index(self, pack: str, refs: list[BlobRef], note: str | None = None) -> str:
+        """Store the index of `pack` and note it as known: the next push reads it from here.
+
+        A `note` makes a rewritten index's name a new one (see `roam check --repair`).
+        """
+        value: dict[str, Any] = {"v": 1, "pack": pack,
+                                 "blobs": [[ref[0], ref[2], ref[3]] for ref in refs]}
+        if note is not None:
+            value["note"] = note
         index_id = self._write_json(crypto.KIND_INDEX, value, index_key)
         cache = self._cache_path("indexes", KNOWN_FILE)
         if cache is not None:
