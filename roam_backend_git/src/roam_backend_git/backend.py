@@ -28,6 +28,7 @@ from roam_backend_git.config import GitSettings, is_ssh_url, redact_text, transp
 from roam_backend_git.env import SSH_VARIABLES, child_env, ssh_command
 from roam_backend_git.mirror import Mirror, PushOutcome
 from roam_backend_git.runner import GitRunner, one_line
+from roam_core import deadline as _deadline
 from roam_core.deadline import CONNECT_BUDGET, Deadline
 from roam_core.errors import (
     BackendError,
@@ -97,6 +98,7 @@ class GitBackend(Backend):
         self._publish = threading.RLock()     # one refresh or publish at a time
         self._view = _View(None)
         self._refreshed_at: float | None = None
+        self._refreshed_in: Deadline | None = None  # the operation of the last look
         self._staged: dict[str, str | None] = {}   # key -> blob id (None while hashing)
         self._staged_dirs: set[str] = set()
         self._cache: OrderedDict[str, bytes] = OrderedDict()
@@ -141,6 +143,7 @@ class GitBackend(Backend):
                     tip = self.mirror.fetch()
             self._set_view(tip)
             self._refreshed_at = time.monotonic()
+            self._refreshed_in = _deadline.current()
             return self._view
 
     def _set_view(self, tip: str | None, files: dict[str, str] | None = None) -> None:
@@ -230,7 +233,13 @@ class GitBackend(Backend):
             self._staged[key] = sha
 
     def list(self, prefix: str = "") -> Iterator[str]:
-        view = self._refresh()
+        # within one operation (one deadline) the look its first read took is recent enough:
+        # a key published since is at worst an index not yet known (its blobs sent again)
+        current = _deadline.current()
+        if current is not None and self._refreshed_in is current:
+            view = self._view
+        else:
+            view = self._refresh()
         with self._state:
             staged = {key for key, sha in self._staged.items() if sha}
         keys = {key for key in view.files if not key.startswith(".")} | staged
@@ -249,8 +258,13 @@ class GitBackend(Backend):
     def swap_ref(self, name: str, data: bytes, expected_version: str | None) -> str:
         path = REF_DIR + validate_ref(name)
         with self._publish:
-            view = self._refresh()
+            view = self._view
             current = view.commit if path in view.files else None
+            if self._refreshed_at is None or current != expected_version:
+                # the lease below makes the remote check the tip anyway: look again only
+                # when this instance's last look disagrees with the caller's
+                view = self._refresh()
+                current = view.commit if path in view.files else None
             if current != expected_version:
                 raise RefConflict(f"ref {name} moved (expected {expected_version}, "
                                   f"found {current})")
