@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from campaign.harness import Home, Runner, Store, new_key
+
 from support.git_remotes import bare_repo, smart_http
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
