@@ -62,22 +62,15 @@ def finite_number(name: str, raw: Any) -> float:
 
 def load_yaml_mapping(path: Path) -> dict[str, Any]:
     """Parse a YAML file that must hold a mapping; a missing file is empty."""
-    import yaml
-
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return {}
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError(f"cannot read {path}: {error}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        from roam_core.config.yamlio import yaml_error
+    from roam_core.config.yamlio import safe_load
 
-        raise yaml_error(error, str(path)) from None
-    except RecursionError:  # PyYAML recurses once per nesting level
-        raise ConfigError(f"{path}: nested too deeply") from None
+    data = safe_load(text, str(path))
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -257,7 +257,8 @@ def merge_config(local_text: str | None, base_projection: str | None, remote_pro
     patterns = host_patterns(host_keys)
     # the remote as it travels (it becomes the accepted base, whose values this device carries
     # forward for its own host keys) and as this device may take it (its host keys stripped)
-    received = project(load_mapping(remote_projection, "remote config projection"), ())
+    received = project(load_mapping(remote_projection, "remote config projection",
+                                    aliases=False), ())
     remote = project(received, patterns)
     if local_text is None:
         text = dump_plain(remote)
@@ -270,7 +271,7 @@ def merge_config(local_text: str | None, base_projection: str | None, remote_pro
     if base_projection is None:
         merger.union_maps((), mine, remote)
     else:
-        base_received = load_mapping(base_projection, "accepted config projection")
+        base_received = load_mapping(base_projection, "accepted config projection", aliases=False)
         base = project(base_received, patterns)
         merger.merge_maps((), mine, base, remote)
         for path in merger.conflicts:  # kept local: still a conflict on the next pull

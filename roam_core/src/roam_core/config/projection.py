@@ -16,7 +16,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from roam_core.config.sensitive import is_secret_key, is_sensitive_value
-from roam_core.config.yamlio import dump_plain, load_mapping
+from roam_core.config.yamlio import AliasUse, dump_plain, load_document, load_mapping
 from roam_core.errors import ConfigError
 
 #: Keys that describe one machine; each device keeps its own values.
@@ -190,9 +190,32 @@ def shared_projection(text: str, *, host_keys: Sequence[str] = (),
         if not isinstance(key, str) or not key or any(not part for part in key.split(".")):
             raise ConfigError(f"host key {key!r} must be a dotted key path")
     patterns = host_patterns(host_keys)
-    local = load_mapping(text, source)
+    local, uses = load_document(text, source)
+    if local is None:
+        local = {}
+    if not isinstance(local, dict):
+        raise ConfigError(f"{source}:1: expected a mapping of settings at the top level")
     projected = project(local, patterns)
+    _refuse_travelling_aliases(uses, protected_paths(local, patterns), patterns, source)
     if base is not None:
-        projected = carry_forward(projected, local,
-                                  load_mapping(base, "accepted config projection"), patterns)
+        projected = carry_forward(projected, local, load_mapping(
+            base, "accepted config projection", aliases=False), patterns)
     return dump_plain(projected)
+
+
+def _refuse_travelling_aliases(uses: Sequence[AliasUse], protected: set[KeyPath],
+                               patterns: Sequence[KeyPattern], source: str) -> None:
+    """Aliases stay in this device's file: sending them would expand them into every other's.
+
+    An alias (or the anchor it names) inside a key that stays here anyway is fine.
+    """
+    kept = {tuple(str(key) for key in path) for path in protected}
+    for use in uses:
+        path = use.path[:use.path.index("<<")] if "<<" in use.path else use.path
+        if any(path[:n] in kept for n in range(1, len(path) + 1)) or (
+                path and any(pattern.covers(path) for pattern in patterns)):
+            continue
+        name = path_name(path) or "the top level"
+        raise ConfigError(f"{source}:{use.line}: {name} uses a YAML alias or anchor, which roam "
+                          "does not copy to other devices; write the value out or keep the "
+                          "key on this device (host_keys)")

@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from roam_core import boundedjson
 from roam_core.engine.fs import write_atomic
 
 INVENTORY = "roam/installed-plugins.json"
@@ -21,11 +22,12 @@ _CREDENTIALS = re.compile(r"//[^/@]+@")
 
 
 def _read_yaml_fields(path: Path) -> dict[str, str]:
-    import yaml
+    from roam_core.config.yamlio import safe_load
+    from roam_core.errors import ConfigError
 
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        data = safe_load(path.read_text(encoding="utf-8"), str(path))
+    except (OSError, UnicodeDecodeError, ConfigError):
         return {}
     return {k: str(v) for k, v in data.items() if k in ("name", "version")} if isinstance(
         data, dict) else {}
@@ -103,7 +105,7 @@ def refresh(root: Path) -> None:
 def missing(root: Path, remote: bytes) -> list[dict[str, Any]]:
     """Plugins in the remote inventory that this home lacks, each with an install hint."""
     try:
-        theirs = json.loads(remote).get("plugins", [])
+        theirs = boundedjson.loads(remote, INVENTORY).get("plugins", [])
     except (ValueError, AttributeError):
         return []
     ours = {(p["name"], p["kind"]) for p in collect(root)["plugins"]}

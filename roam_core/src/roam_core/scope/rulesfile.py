@@ -64,14 +64,9 @@ def parse_rules(text: str, source: str) -> RulesFile:
     """Validate rules.yaml text; rules keep the order they are written in (first match wins)."""
     import yaml
 
-    from roam_core.config.yamlio import yaml_error
+    from roam_core.config.yamlio import compose
 
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError as error:
-        raise yaml_error(error, source) from None
-    except RecursionError:  # the composer recurses once per nesting level
-        raise ConfigError(f"{source}: nested too deeply to be rules") from None
+    node = compose(text, source)
     result = RulesFile(Path(source))
     if node is None:
         return result

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from roam_core import boundedjson
 from roam_core.store.manifest import is_hex64
 
 
@@ -19,7 +20,7 @@ def read_known(path: Path) -> dict[str, list[list[Any]]]:
         return known
     for line in text.splitlines():
         try:
-            index_id, refs = json.loads(line)
+            index_id, refs = boundedjson.loads(line, "index cache")
         except (ValueError, TypeError):
             continue
         if is_hex64(index_id) and isinstance(refs, list) and all(

@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from roam_core import boundedjson
 from roam_core.errors import IntegrityError
 
 CHUNK_SIZE = 4 * 1024 * 1024
@@ -20,8 +21,8 @@ def canonical(value: Any) -> bytes:
 
 def parse_json(raw: bytes, what: str) -> dict[str, Any]:
     try:
-        value = json.loads(raw)
-    except (ValueError, UnicodeDecodeError, RecursionError):  # nested past the stack: refused
+        value = boundedjson.loads(raw, what)
+    except (ValueError, UnicodeDecodeError):  # JSONLimitError is a ValueError
         raise IntegrityError(f"integrity error: {what} is not valid JSON") from None
     if not isinstance(value, dict) or value.get("v") != 1:
         raise IntegrityError(f"integrity error: {what} has an unknown layout")

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from roam_core import boundedjson
 from roam_core.errors import UserError
 
 JOBS_FILE = "cron/jobs.json"
@@ -74,7 +75,7 @@ def parse_jobs(data: bytes, what: str) -> tuple[dict[str, Any], list[dict[str, A
     if not text.strip():
         return {"jobs": []}, []
     try:
-        document = json.loads(text, strict=False)
+        document = boundedjson.loads(text, what, strict=False)
     except ValueError as error:
         raise UserError(f"{what} is not valid JSON ({error}); fix it or turn sync_cron "
                         "off") from None
