@@ -44,6 +44,12 @@ CORE_SETTINGS = {
     "max_file_mb": "the largest shared file roam pushes or accepts, in MiB",
     "operation_timeout_seconds": "time budget of one push, pull, restore or check; a push that "
                                  "runs out resumes when run again (what was uploaded is kept)",
+    "redact_env_values": "the mirror masks every value of the root's and the profile's `.env` "
+                         "(8 characters or more) whatever its shape; off: only secret-named "
+                         "and random-looking values",
+    "secret_patterns": "your own secret patterns (regular expressions), masked by the mirror "
+                       "and looked for by the push scanner; a group named `secret` marks the "
+                       "part to mask",
 }
 
 #: Secrets roam reads (environment, or `ROAM_*` lines of the root home's `.env`; inside
@@ -371,6 +377,18 @@ def cli_reference() -> str:
     return "\n".join(out) + "\n"
 
 
+def secret_rules_block() -> str:
+    """The table of docs/security.md: every rule of roam_core.secretscan.rules."""
+    from roam_core.secretscan.rules import RULES
+
+    out = ["| Rule | What it catches | Push |", "|---|---|---|"]
+    out += [f"| `{rule.name}` | {_cell(rule.title)} | {'no' if rule.mirror_only else 'yes'} |"
+            for rule in RULES]
+    out.append("| (literal) | the values of the root's and the profile's `.env`, and roam's "
+               "own secrets | yes |")
+    return "\n".join(out)
+
+
 # -- writing and checking ----------------------------------------------------------------
 
 BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {
@@ -378,6 +396,7 @@ BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {
     "guide-settings": ("user-guide.md", settings_block),
     "tiers": ("what-syncs.md", tiers_block),
     "host-keys": ("what-syncs.md", host_keys_block),
+    "secret-rules": ("security.md", secret_rules_block),
 }
 WHOLE: dict[str, Callable[[], str]] = {"cli.md": cli_reference}
 

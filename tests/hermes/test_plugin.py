@@ -232,11 +232,15 @@ def fake_agent(monkeypatch: pytest.MonkeyPatch) -> types.SimpleNamespace:
 
 def test_secrets_come_from_the_hermes_scope(fake_agent: types.SimpleNamespace,
                                             tmp_path: Path) -> None:
-    (tmp_path / ".env").write_text("ROAM_ARCHIVE_KEY=from-dotenv\n")
+    (tmp_path / ".env").write_text("ROAM_ARCHIVE_KEY=from-dotenv\n"
+                                   "ROAM_DISCORD_BOT_TOKEN=root-token\nOTHER_TOKEN=x\n")
     secrets.use_provider(host.hermes_secret)
     try:
-        assert secrets.get_secret("ROAM_ARCHIVE_KEY", tmp_path) == "k"
-        assert secrets.get_secret("ROAM_OTHER", tmp_path) is None   # .env never read
+        assert secrets.get_secret("ROAM_ARCHIVE_KEY", tmp_path) == "k"   # the scope wins
+        assert secrets.get_secret("ROAM_OTHER", tmp_path) is None
+        # A profile process's scope lacks the root's ROAM_* values: the root's .env has them.
+        assert secrets.get_secret("ROAM_DISCORD_BOT_TOKEN", tmp_path) == "root-token"
+        assert secrets.get_secret("OTHER_TOKEN", tmp_path) is None   # only ROAM_* names
         fake_agent.multiplex = True
         with pytest.raises(host.SecretScopeError, match="no Hermes secret scope"):
             secrets.get_secret("ROAM_ARCHIVE_KEY", tmp_path)

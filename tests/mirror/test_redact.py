@@ -102,3 +102,96 @@ def test_auto_detection_without_hermes_is_unavailable() -> None:
         assert redact.hermes_redactor() is None
     else:  # pragma: no cover - Hermes installed in this environment
         assert redact.hermes_redactor() is not None
+
+
+# Issue 20 item 6: what reached Discord in clear.
+GAPS = {
+    "discord-webhook": ("see https://discord.com/api/webhooks/123456789012345678/"
+                        "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789_-AbCdEf now",
+                        "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789_-AbCdEf"),
+    "https-userinfo": ("open https://admin:pw@host.internal/x", "admin:pw@"),
+    "redis-userinfo": ("cache redis://:s3cretpw@cache:6379/0", "s3cretpw"),
+    "bare-aws-secret": ("the other one is kS8vT2xQ9pLm4NzR7wYb3HcF6jD1gA5eU0iOqW2r ok",
+                        "kS8vT2xQ9pLm4NzR7wYb3HcF6jD1gA5eU0iOqW2r"),
+    "word-then-token": ("my api key is Zx81kPq2Lm0vRt7YwE3sNc thanks", "Zx81kPq2Lm0vRt7YwE3sNc"),
+    "query-secret": ("GET /v1/weather?q=x&api_key=Qm9vZ3lfa2V5XzEy", "Qm9vZ3lfa2V5XzEy"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(GAPS))
+def test_redaction_gaps_are_closed(kind: str) -> None:
+    text, leak = GAPS[kind]
+    assert leak not in redact_text(text)
+
+
+def hermes_partial(text: str) -> str:
+    """Hermes 0.19's own masks keep the first 6 and last 4 characters of what they know."""
+    import re
+
+    return re.sub(r"\b(AKIA[A-Z0-9]{2})[A-Z0-9]{10}([A-Z0-9]{4})\b", r"\1...\2", text)
+
+
+def test_hermes_partial_masks_never_leave_remnants() -> None:
+    redact.set_hermes_redactor(hermes_partial)
+    cleaned = redact_text("id AKIAQOFAKE0123456789 and AKIAZZ...WXYZ, wait...what")
+    assert "AKIAQO" not in cleaned and "6789" not in cleaned
+    assert "AKIAZZ" not in cleaned  # a remnant of an earlier Hermes pass, too
+    assert "wait...what" in cleaned
+
+
+def _profile(root: Path, env: str, profile_env: str = "") -> None:
+    (root / ".env").write_text(env)
+    (root / "profiles" / "work").mkdir(parents=True)
+    (root / "profiles" / "work" / ".env").write_text(profile_env)
+
+
+def test_env_values_of_root_and_profile_are_masked_whatever_their_shape(root: Path) -> None:
+    _profile(root, "ROAM_ARCHIVE_KEY=Zm9vYmFyYmF6cXV4cXV1eGNvcmdlZ3JhdWx0Z2FycGx5\n"
+                   "TERMINAL_ENV=local\nMY_THING=plain words here\n",
+             "WEATHER=qZ7vN2pLx9Rt4WmK8sHd\nSHORT=abc\n")
+    event = make_live_event(session_id="s", turn_id="1", profile="work",
+                            user_message="Zm9vYmFyYmF6cXV4cXV1eGNvcmdlZ3JhdWx0Z2FycGx5 local",
+                            reply="qZ7vN2pLx9Rt4WmK8sHd plain words here abc")
+    cleaned = redact_event(event, root)
+    text = cleaned.user_message + cleaned.reply
+    for leak in ("Zm9vYmFy", "qZ7vN2pLx9Rt4WmK8sHd", "plain words here"):
+        assert leak not in text
+    assert "local" in text and "abc" in text
+
+
+def test_redact_env_values_off_keeps_ordinary_values(root: Path) -> None:
+    from .conftest import write_settings
+
+    write_settings(root, redact_env_values=False)
+    (root / ".env").write_text("MY_THING=plain words here\nOTHER=qZ7vN2pLx9Rt4WmK8sHd\n")
+    event = make_live_event(session_id="s", turn_id="1", user_message="plain words here",
+                            reply="qZ7vN2pLx9Rt4WmK8sHd")
+    cleaned = redact_event(event, root)
+    assert cleaned.user_message == "plain words here"
+    assert "qZ7vN2pLx9Rt4WmK8sHd" not in cleaned.reply  # random enough: always masked
+
+
+def test_user_patterns_are_masked_and_bad_ones_hold_the_turn(root: Path) -> None:
+    from .conftest import write_settings
+
+    write_settings(root, secret_patterns=[r"ticket-(?P<secret>\d{6})"])
+    event = make_live_event(session_id="s", turn_id="1", user_message="ticket-123456",
+                            reply="ok")
+    assert redact_event(event, root).user_message == "ticket-[REDACTED]"
+    write_settings(root, secret_patterns=["(unclosed"])
+    with pytest.raises(RedactionUnavailable, match="secret_patterns"):
+        redact_event(event, root)
+
+
+def test_unreadable_env_fails_closed(root: Path) -> None:
+    (root / ".env").mkdir()  # exists, cannot be read as a file
+    event = make_live_event(session_id="s", turn_id="1", user_message="hi", reply="there")
+    with pytest.raises(RedactionUnavailable, match=r"\.env"):
+        redact_event(event, root)
+
+
+def test_last_look_masks_a_literal_in_an_event_already_marked_redacted(root: Path) -> None:
+    (root / ".env").write_text("ROAM_DISCORD_BOT_TOKEN=tok-qZ7vN2pLx9Rt4Wm\n")
+    event = make_live_event(session_id="s", turn_id="1", user_message="tok-qZ7vN2pLx9Rt4Wm",
+                            reply="fine").with_text(redacted=True)
+    assert "tok-qZ7" not in redact.last_look(event, root).user_message

@@ -1,9 +1,11 @@
 """Reading secrets: Hermes's secret scope inside Hermes, the environment and `.env` outside.
 
-roam never writes a secret anywhere. Outside Hermes the standalone CLI reads the
-environment first, then only the `ROAM_*` lines of the root home's `.env`; nothing else in
-that file is ever parsed into memory. Inside Hermes the plugin installs Hermes's own
-`agent.secret_scope.get_secret` with `use_provider`, and `.env` is never read by roam.
+roam never writes a secret anywhere. A secret is read from Hermes's own
+`agent.secret_scope.get_secret` inside Hermes (installed with `use_provider`) or from the
+environment outside it, then, for `ROAM_*` names only, from the root home's `.env`.
+The mirror's redaction and the push scanner also read every value of the root's and the
+active profile's `.env` (`dotenv_values`), for matching only: those values never leave the
+process (roam_core.secretscan.literals).
 """
 
 from __future__ import annotations
@@ -31,32 +33,56 @@ def in_hermes() -> bool:
     return _provider is not None
 
 
+def parse_dotenv(text: str) -> dict[str, str]:
+    """`NAME=value` lines of a `.env` text (`export`, quotes and comments as shells read them)."""
+    values: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        line = line.removeprefix("export ").strip()
+        key, sep, value = line.partition("=")
+        if not sep or not key.strip():
+            continue
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        elif " #" in value:
+            value = value.split(" #", 1)[0].rstrip()
+        values[key.strip()] = value
+    return values
+
+
+def dotenv_values(path: Path) -> dict[str, str]:
+    """Every value of a `.env` file, for matching only; a missing file is empty.
+
+    Raises:
+        OSError: when the file exists but cannot be read (callers fail closed).
+    """
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return {}
+    return parse_dotenv(text)
+
+
 def _dotenv_value(path: Path, name: str) -> str | None:
     try:
-        handle = path.open("r", encoding="utf-8", errors="replace")
+        return dotenv_values(path).get(name)
     except OSError:
         return None
-    with handle:
-        for raw in handle:
-            line = raw.strip()
-            if not line.startswith(("ROAM_", "export ROAM_")):
-                continue
-            line = line.removeprefix("export ").strip()
-            key, sep, value = line.partition("=")
-            if sep and key.strip() == name:
-                value = value.strip()
-                if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-                    value = value[1:-1]
-                return value
-    return None
 
 
 def get_secret(name: str, root: Path | None = None) -> str | None:
-    """The secret called `name`, or None. Only `ROAM_*` names are read from `.env`."""
+    """The secret called `name`, or None. Only `ROAM_*` names are read from `.env`.
+
+    Lookup order: Hermes's secret scope when roam runs inside Hermes (the process's own
+    home: a profile's `.env` in a profile process), else the environment; then, for `ROAM_*`
+    names only, the root home's `.env`, so a profile process finds the root's bot token and
+    archive key the same way the default profile does.
+    """
     provider = _provider
-    if provider is not None:
-        return provider(name)
-    value = os.environ.get(name)
+    value = provider(name) if provider is not None else os.environ.get(name)
     if value:
         return value
     if root is not None and name.startswith("ROAM_"):

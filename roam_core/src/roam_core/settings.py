@@ -29,10 +29,13 @@ DEFAULTS: dict[str, Any] = {
     "sync_cron": False,
     "max_file_mb": 100,
     "operation_timeout_seconds": 3600,
+    "redact_env_values": True,
+    "secret_patterns": [],
 }
 
 #: How `roam config set` checks a core setting's value (the rest follow their default's type).
-_CORE_KINDS = {"backend": "backend", "device_name": "text", "mirror_sinks": "sinks"}
+_CORE_KINDS = {"backend": "backend", "device_name": "text", "mirror_sinks": "sinks",
+               "secret_patterns": "patterns"}
 
 SETTINGS_PATH = ("plugins", "entries", "roam", "settings")
 
@@ -215,6 +218,10 @@ class Registry:
                 raise ConfigError(f"setting {name} is a list of sink names, like [discord]")
             for item in value:
                 _one_of(name, item, self.sinks, "sink")
+        elif declared.kind == "patterns":
+            from roam_core.secretscan.rules import user_rules
+
+            user_rules(value)  # a list of valid regular expressions, or a ConfigError
 
 
 def _one_of(name: str, value: Any, installed: tuple[str, ...], kind: str) -> None:

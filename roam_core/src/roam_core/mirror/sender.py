@@ -24,7 +24,7 @@ from typing import Any
 from roam_core.errors import RoamError
 from roam_core.mirror.config import enabled_sinks, settings_for
 from roam_core.mirror.events import TurnEvent
-from roam_core.mirror.redact import RedactionUnavailable, redact_event
+from roam_core.mirror.redact import RedactionUnavailable, last_look, redact_event
 from roam_core.mirror.sink import SessionRetry, Sink, SinkRejected, SinkRetry, SinkTerminal
 from roam_core.mirror.spool import Spool
 
@@ -193,7 +193,7 @@ class Sender:
             if event.session_key in blocked:
                 continue
             try:
-                receipt = sink.deliver(self._titled(event))
+                receipt = sink.deliver(last_look(self._titled(event), self.root))
             except SinkTerminal as error:
                 record["terminal"] = {"fingerprint": fingerprint, "reason": _describe(error),
                                       "at": self.clock()}
@@ -246,7 +246,8 @@ class Sender:
         if not title:
             return event
         try:
-            return event.with_text(title=redact_text(title, literal_secrets(self.root)))
+            return event.with_text(
+                title=redact_text(title, literal_secrets(self.root, event.profile)))
         except RedactionUnavailable:
             return event
 
