@@ -47,7 +47,7 @@ CORE_SETTINGS = {
     "redact_env_values": "the mirror masks every value of the root's and the profile's `.env` "
                          "(8 characters or more) whatever its shape; off: only secret-named "
                          "and random-looking values",
-    "secret_patterns": "your own secret patterns (regular expressions), masked by the mirror "
+    "redact_patterns": "your own secret patterns (regular expressions), masked by the mirror "
                        "and looked for by the push scanner; a group named `secret` marks the "
                        "part to mask",
 }

@@ -174,12 +174,12 @@ def test_redact_env_values_off_keeps_ordinary_values(root: Path) -> None:
 def test_user_patterns_are_masked_and_bad_ones_hold_the_turn(root: Path) -> None:
     from .conftest import write_settings
 
-    write_settings(root, secret_patterns=[r"ticket-(?P<secret>\d{6})"])
+    write_settings(root, redact_patterns=[r"ticket-(?P<secret>\d{6})"])
     event = make_live_event(session_id="s", turn_id="1", user_message="ticket-123456",
                             reply="ok")
     assert redact_event(event, root).user_message == "ticket-[REDACTED]"
-    write_settings(root, secret_patterns=["(unclosed"])
-    with pytest.raises(RedactionUnavailable, match="secret_patterns"):
+    write_settings(root, redact_patterns=["(unclosed"])
+    with pytest.raises(RedactionUnavailable, match="redact_patterns"):
         redact_event(event, root)
 
 

@@ -30,12 +30,12 @@ DEFAULTS: dict[str, Any] = {
     "max_file_mb": 100,
     "operation_timeout_seconds": 3600,
     "redact_env_values": True,
-    "secret_patterns": [],
+    "redact_patterns": [],
 }
 
 #: How `roam config set` checks a core setting's value (the rest follow their default's type).
 _CORE_KINDS = {"backend": "backend", "device_name": "text", "mirror_sinks": "sinks",
-               "secret_patterns": "patterns"}
+               "redact_patterns": "patterns"}
 
 SETTINGS_PATH = ("plugins", "entries", "roam", "settings")
 

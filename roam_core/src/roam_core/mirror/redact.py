@@ -4,7 +4,7 @@ Two layers, both required: Hermes's own egress redaction (`agent.redact.redact_f
 where it exists, `redact_sensitive_text(text, force=True)` on Hermes 0.19) and roam's own
 masks: the literal secrets of the root's and the profile's `.env` and roam's secrets, read
 from disk (roam_core.secretscan.literals), and the shared rule table
-(roam_core.secretscan.rules) plus the user's `secret_patterns`. If the literal secrets
+(roam_core.secretscan.rules) plus the user's `redact_patterns`. If the literal secrets
 cannot be read, or if the Hermes layer cannot be imported, raises, or reports that it could
 not redact, `RedactionUnavailable` is raised and the caller keeps the event spooled, unsent.
 The Hermes layer is pluggable (`set_hermes_redactor`) so tests can inject a fake.
@@ -76,7 +76,7 @@ def hermes_redactor() -> Redactor | None:
 
 
 def _settings(root: Path | None) -> tuple[bool, tuple[Rule, ...]]:
-    """(`redact_env_values`, the `secret_patterns` rules) of `root`'s settings."""
+    """(`redact_env_values`, the `redact_patterns` rules) of `root`'s settings."""
     from roam_core.mirror.config import settings_for
 
     if root is None:
@@ -84,7 +84,7 @@ def _settings(root: Path | None) -> tuple[bool, tuple[Rule, ...]]:
     try:
         settings = settings_for(root)
         return settings.get("redact_env_values", True) is not False, \
-            user_rules(settings.get("secret_patterns"))
+            user_rules(settings.get("redact_patterns"))
     except RoamError as error:  # a bad pattern must not let a secret out: hold the turn
         raise RedactionUnavailable(f"roam's redaction settings are unusable: {error}") from None
 

@@ -239,7 +239,7 @@ RULES: tuple[Rule, ...] = (
 
 
 def user_rules(patterns: object) -> tuple[Rule, ...]:
-    """Rules from the `secret_patterns` setting (a list of regular expressions).
+    """Rules from the `redact_patterns` setting (a list of regular expressions).
 
     A pattern with a group named `secret` masks only that group.
 
@@ -253,15 +253,15 @@ def user_rules(patterns: object) -> tuple[Rule, ...]:
     if isinstance(patterns, str):
         patterns = [patterns]
     if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
-        raise ConfigError("secret_patterns must be a list of regular expressions")
+        raise ConfigError("redact_patterns must be a list of regular expressions")
     rules = []
     for index, text in enumerate(patterns, 1):
         try:
             pattern = re.compile(text)
         except re.error as error:
-            raise ConfigError(f"secret_patterns[{index}] is not a valid expression: "
+            raise ConfigError(f"redact_patterns[{index}] is not a valid expression: "
                               f"{error}") from None
         group: int | str = "secret" if "secret" in pattern.groupindex else 0
-        rules.append(Rule(f"user-pattern-{index}", "from the secret_patterns setting",
+        rules.append(Rule(f"user-pattern-{index}", "from the redact_patterns setting",
                           pattern, "", group=group))
     return tuple(rules)
