@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -77,7 +78,8 @@ def open_backend(tmp_path: Path) -> Callable[..., GitBackend]:
     counter = iter(range(10**6))
 
     def opener(url: str, **settings: object) -> GitBackend:
-        home = tmp_path / f"device-{next(counter)}"
+        # the pid keeps devices opened in forked processes (the contract's races) apart
+        home = tmp_path / f"device-{os.getpid()}-{next(counter)}"
         parsed = parse_settings({"git_remote": url, **settings}, home)
         return GitBackend(parsed, home / "roam" / "git-mirror")
 

@@ -11,6 +11,8 @@ from roam_core.testing.contract import BackendContract
 
 
 class TestGitContract(BackendContract):
+    backend_name = "git"
+
     @pytest.fixture
     def backend_factory(self, remote_url: str,
                         open_backend: Callable[..., GitBackend]) -> Callable[[], GitBackend]:

@@ -12,6 +12,8 @@ from roam_core.testing.contract import BackendContract
 
 
 class TestLocalBackend(BackendContract):
+    backend_name = "local"
+
     @pytest.fixture
     def backend_factory(self, tmp_path: Path):
         root = tmp_path / "store"

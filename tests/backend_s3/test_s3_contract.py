@@ -15,6 +15,7 @@ pytest_plugins = ("support.s3_servers",)
 
 
 class _S3Contract(BackendContract):
+    backend_name = "s3"
     race_threads = 16
 
     @pytest.fixture

@@ -65,6 +65,7 @@ def live_prefix() -> Iterator[str]:
 
 
 class TestLiveContract(BackendContract):
+    backend_name = "s3"
     race_threads = 16
     secrets: ClassVar[tuple[str, ...]] = tuple(
         value for value in (ENV.get("ROAM_TEST_S3_ACCESS_KEY_ID"),

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -12,6 +14,11 @@ from roam_core.testing.memory import MemoryBackend, MemoryStore
 
 
 class TestMemoryBackend(BackendContract):
+    skip: ClassVar[dict[str, list[str]]] = {
+        "an in-process reference backend: no entry point, and its store lives in one "
+        "process's memory": ["test_the_backend_loads_through_its_entry_point",
+                             "test_ref_race_across_processes_has_one_winner_each_round"]}
+
     @pytest.fixture
     def backend_factory(self):
         store = MemoryStore()
@@ -42,7 +49,13 @@ class NoCas(MemoryBackend):
         return str(version)
 
 
+IN_PROCESS = {"in-process only": ["test_the_backend_loads_through_its_entry_point",
+                                   "test_ref_race_across_processes_has_one_winner_each_round"]}
+
+
 class TestOverwriting(BackendContract):
+    skip = IN_PROCESS
+
     @pytest.fixture
     def backend_factory(self):
         store = MemoryStore()
@@ -50,6 +63,8 @@ class TestOverwriting(BackendContract):
 
 
 class TestNoCas(BackendContract):
+    skip = IN_PROCESS
+
     @pytest.fixture
     def backend_factory(self):
         store = MemoryStore()
@@ -73,3 +88,43 @@ def test_the_suite_fails_a_broken_backend(tmp_path: Path) -> None:
     assert "test_swap_ref_create_twice_conflicts" in failed
     assert "test_swap_ref_with_stale_version_conflicts_and_keeps_winner" in failed
     assert "test_ref_race_has_exactly_one_winner" in failed
+
+
+CRASHING_PLUGIN = '''
+raise RuntimeError("this plugin cannot even be imported")
+'''
+
+CONTRACT_OF_CRASHING_PLUGIN = '''
+import pytest
+from roam_core.testing.contract import BackendContract
+from roam_core.testing.memory import MemoryBackend, MemoryStore
+
+
+class TestCrashing(BackendContract):
+    backend_name = "crashing"
+
+    @pytest.fixture
+    def backend_factory(self):
+        store = MemoryStore()
+        return lambda: MemoryBackend(store)
+'''
+
+
+def test_the_suite_fails_a_backend_whose_plugin_raises_at_import(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "crashing_roam.py").write_text(CRASHING_PLUGIN)
+    info = site / "crashing_roam-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: crashing-roam\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[roam.plugins]\ncrashing = crashing_roam\n")
+    test_file = tmp_path / "test_crashing_backend.py"
+    test_file.write_text(textwrap.dedent(CONTRACT_OF_CRASHING_PLUGIN))
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rf",
+         "--rootdir", str(tmp_path), str(test_file), "-k", "entry_point"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=300,
+        env={**os.environ, "PYTHONPATH": str(site)})
+    assert result.returncode == 1, result.stdout[-2000:]
+    assert "test_the_backend_loads_through_its_entry_point" in result.stdout
+    assert "cannot even be imported" in result.stdout

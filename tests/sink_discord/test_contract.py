@@ -39,6 +39,8 @@ class DiscordHarness:
 
 
 class TestDiscordSink(SinkContract):
+    sink_name = "discord"
+
     @pytest.fixture
     def sink_harness(self, root: Path, server: DiscordServer) -> Iterator[DiscordHarness]:
         yield DiscordHarness(root, server)

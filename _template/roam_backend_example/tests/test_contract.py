@@ -14,6 +14,8 @@ from roam_backend_example.backend import SqliteBackend
 class TestSqliteBackend(BackendContract):
     # {reason: [test names]} for any duty this backend documents it cannot meet; none here.
     skip: ClassVar[dict[str, list[str]]] = {}
+    # The name the entry point registers: the suite loads the plugin through it, as roam does.
+    backend_name = "example"
 
     @pytest.fixture
     def backend_factory(self, tmp_path: Path):

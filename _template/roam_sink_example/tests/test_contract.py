@@ -41,6 +41,8 @@ class WebhookHarness:
 
 class TestWebhookSink(SinkContract):
     skip: ClassVar[dict[str, list[str]]] = {}
+    # The name the entry point registers: the suite loads the plugin through it, as roam does.
+    sink_name = "example"
 
     @pytest.fixture
     def sink_harness(self, tmp_path: Path) -> Iterator[WebhookHarness]:

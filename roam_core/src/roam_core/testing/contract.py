@@ -8,18 +8,22 @@ A backend package's tests are a few lines::
             return lambda: MyBackend(tmp_path / "remote")
 
 `backend_factory` returns a callable that opens a new instance on one fresh remote (one
-call per "device"); every test gets a fresh remote. `skip = {reason: [test names]}`
+call per "device"); every test gets a fresh remote. `backend_name` is the name the
+backend's entry point registers: the suite loads the plugin through it, as roam does, so a
+plugin module that fails to import fails the suite. `skip = {reason: [test names]}`
 documents what a backend cannot do. Capabilities (`batched_publish`, `max_object_size`)
-are read from the backend, never guessed.
+are read from the backend, never guessed. The ref race runs both in threads and in
+separate processes over several rounds (forked children call `backend_factory` again).
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pytest
 
@@ -43,6 +47,24 @@ def _publish(backend: Backend) -> None:
         backend.swap_ref("HEAD", b"publish", None if current is None else current[1])
 
 
+def _race_child(factory: BackendFactory, barrier: Any, results: Any, value: str,
+                version: str) -> None:
+    """One racing process: open a backend, wait for the others, try to move the ref once."""
+    try:
+        backend = factory()
+        barrier.wait(60)
+        backend.swap_ref("HEAD", value.encode(), version)
+        results.put(("won", value))
+    except RefConflict:
+        results.put(("lost", value))
+    except BaseException as error:
+        results.put(("error", f"{type(error).__name__}: {error}"))
+    finally:
+        results.close()
+        results.join_thread()  # flush the queue's feeder thread before leaving without cleanup
+        os._exit(0)
+
+
 class BackendContract:
     """The storage contract as tests. Subclass it and provide `backend_factory`."""
 
@@ -54,6 +76,11 @@ class BackendContract:
     race_threads: ClassVar[int] = 8
     #: Size of the "large object" test, capped by the backend's `max_object_size`.
     large_size: ClassVar[int] = 12 * 1024 * 1024
+    #: The backend's name as its entry point registers it (the `backend:` setting's value).
+    backend_name: ClassVar[str | None] = None
+    #: Processes racing on the ref in each round, and how many rounds.
+    race_processes: ClassVar[int] = 6
+    race_rounds: ClassVar[int] = 3
 
     @pytest.fixture
     def backend_factory(self) -> BackendFactory:
@@ -291,6 +318,46 @@ class BackendContract:
         assert len(winners) == 1, f"winners={winners} losers={losers}"
         final = backend_factory().read_ref("HEAD")
         assert final is not None and final[0] == f"winner-{winners[0]}".encode()
+
+    def test_ref_race_across_processes_has_one_winner_each_round(
+        self, backend_factory: BackendFactory
+    ) -> None:
+        context = multiprocessing.get_context("fork")
+        setup = backend_factory()
+        version = setup.swap_ref("HEAD", b"round-0", None)
+        for round_number in range(1, self.race_rounds + 1):
+            barrier = context.Barrier(self.race_processes)
+            results = context.Queue()
+            children = [
+                context.Process(target=_race_child, args=(
+                    backend_factory, barrier, results, f"round-{round_number}-{index}", version))
+                for index in range(self.race_processes)]
+            for child in children:
+                child.start()
+            outcomes = [results.get(timeout=180) for _ in children]
+            for child in children:
+                child.join(60)
+            errors = [outcome for outcome in outcomes if outcome[0] == "error"]
+            assert not errors, errors
+            winners = [value for outcome, value in outcomes if outcome == "won"]
+            assert len(winners) == 1, f"round {round_number}: {outcomes}"
+            current = backend_factory().read_ref("HEAD")
+            assert current is not None and current[0] == winners[0].encode(), (current, winners)
+            version = current[1]
+
+    # -- the plugin, as roam loads it --------------------------------------------------------
+
+    def test_the_backend_loads_through_its_entry_point(self) -> None:
+        from roam_core.errors import PluginError
+        from roam_core.manager import PluginManager
+
+        if self.backend_name is None:
+            pytest.fail("set `backend_name` to the name the backend's entry point registers "
+                        "(or list this test in `skip` with the reason)")
+        try:
+            PluginManager().backend(self.backend_name)
+        except PluginError as error:
+            pytest.fail(f"the plugin does not load through its entry point: {error}")
 
     # -- identity, ping, deadline ----------------------------------------------------------
 

@@ -9,7 +9,9 @@ A sink package's tests provide one fixture, `sink_harness`, returning a `SinkHar
 
 The harness opens sink instances that share one destination and one state directory (a
 second `open()` is the same configuration in a new process), reports what arrived, and can
-make the destination fail. `skip = {reason: [test names]}` documents what a sink cannot do.
+make the destination fail. `sink_name` is the name the sink's entry point registers: the suite
+loads the plugin through it, as roam does. `skip = {reason: [test names]}` documents what a
+sink cannot do.
 The contract: events of a session arrive in order; delivering an event again, from the same
 instance or a new one, shows it once; failures surface only as `SinkError`s and never
 break the next delivery; long text arrives whole; `fingerprint()` is stable and secret-free.
@@ -76,6 +78,8 @@ class SinkContract:
     skip: ClassVar[dict[str, list[str]]] = {}
     #: Longest a failing delivery may take before it raises (seconds).
     failure_bound: ClassVar[float] = 30.0
+    #: The sink's name as its entry point registers it (a value of `mirror_sinks`).
+    sink_name: ClassVar[str | None] = None
 
     @pytest.fixture
     def sink_harness(self) -> SinkHarness:
@@ -86,6 +90,18 @@ class SinkContract:
         for reason, names in self.skip.items():
             if request.node.originalname in names:
                 pytest.skip(reason)
+
+    def test_the_sink_loads_through_its_entry_point(self) -> None:
+        from roam_core.errors import PluginError
+        from roam_core.manager import PluginManager
+
+        if self.sink_name is None:
+            pytest.fail("set `sink_name` to the name the sink's entry point registers "
+                        "(or list this test in `skip` with the reason)")
+        try:
+            PluginManager().sink(self.sink_name)
+        except PluginError as error:
+            pytest.fail(f"the plugin does not load through its entry point: {error}")
 
     def _deliver(self, sink: Sink, event: TurnEvent) -> Receipt:
         receipt = sink.deliver(event)
