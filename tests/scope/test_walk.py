@@ -120,7 +120,7 @@ def test_control_characters_and_special_files(tmp_path: Path,
     os.mkfifo(tmp_path / "SOUL.md")
     model = scope_of(tmp_path)
     assert list(model.walk()) == []
-    assert sorted(model.skipped) == [("SOUL.md", "not a regular file"),
+    assert sorted(model.skipped) == [("SOUL.md", "not a regular file (FIFO)"),
                                      ("skills/a/line\nbreak.md",
                                       "file name holds control characters")]
 

@@ -171,7 +171,15 @@ def build_report(model: ScopeModel, profile: str = "default") -> dict[str, Any]:
                      for name, excluded in model.profiles()],
         "optional": model.optional_items(),
         "host_keys": {"default": list(DEFAULT_HOST_KEYS), "device": list(model.host_keys)},
+        "skipped": _skipped(model),
     }
+
+
+def _skipped(model: ScopeModel) -> list[dict[str, str]]:
+    """Shared paths the walk leaves out (symlinks, odd names, special files), with reasons."""
+    for _entry in model.walk():
+        pass
+    return [{"path": rel, "reason": why} for rel, why in sorted(model.skipped)]
 
 
 def print_report(report: dict[str, Any]) -> None:
@@ -203,3 +211,6 @@ def print_report(report: dict[str, Any]) -> None:
         print("  hooks is on: this device runs hook code written on your other machines")
     device = report["host_keys"]["device"]
     print("Host-scoped config keys: " + ", ".join(report["host_keys"]["default"] + device))
+    from roam_core.cli.sync import print_skipped
+
+    print_skipped(report["skipped"])

@@ -29,6 +29,18 @@ def print_capped(lines: list[str], indent: str = "  ") -> None:
         print(f"{indent}… {len(lines) - CAP} more")
 
 
+def skipped_lines(skipped: list[dict[str, str]]) -> list[str]:
+    return [f"skipped: {item['path']} ({item['reason']})" for item in skipped]
+
+
+def print_skipped(skipped: list[dict[str, str]]) -> None:
+    """What the walk left out, with reasons (capped; --json lists every one)."""
+    if skipped:
+        print(f"roam: {len(skipped)} path(s) not synced from here (what the last generation "
+              "held there is kept):")
+        print_capped(skipped_lines(skipped))
+
+
 def _init(args: argparse.Namespace) -> int:
     from roam_core.engine.fleet import init
 
@@ -53,6 +65,9 @@ def _status(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(report)
         return 0 if report["reachable"] else 1
+    for rel in report.get("links_at_top", []):
+        print(f"warning: {sanitize(rel)} is a symbolic link: roam never follows links, so it "
+              "does not sync from this device (docs/decisions.md, symlinks)")
     print(f"home:    {sanitize(report['root'])} (device {sanitize(report['device'])})")
     for profile in report.get("profiles", []):
         marker = "(excluded)" if profile["excluded"] else "(synced)"
@@ -62,6 +77,7 @@ def _status(args: argparse.Namespace) -> int:
         print(f"option:  {key}: {'on' if value else 'off'}")
     if (report.get("optional") or {}).get("hooks"):
         print("         hooks is on: this device runs hook code written on your other machines")
+    print_skipped(report.get("skipped", []))
     if report["conflicts"]:
         print(f"conflicts kept local: {len(report['conflicts'])}")
         print_capped(report["conflicts"])
@@ -93,6 +109,7 @@ def _push(args: argparse.Namespace) -> int:
         return 0
     for line in result.notes:
         print(f"roam: {sanitize(line)}")
+    print_skipped(result.skipped)
     archive = result.archive or {}
     if archive.get("active"):
         print(f"roam: session archive: {archive['sessions']} finished session(s), "

@@ -9,10 +9,10 @@ from typing import Any
 from roam_core.engine import remote as remote_module
 from roam_core.engine.journal import Install, Op
 from roam_core.engine.plan import _raw_sha
-from roam_core.engine.scan import StatCache, fill_digests, list_shared
+from roam_core.engine.scan import StatCache, fill_digests, install_mode, list_shared
 from roam_core.engine.session import Session
 from roam_core.errors import IntegrityError, UserError
-from roam_core.store.manifest import FileEntry, Manifest, check_path
+from roam_core.store.manifest import FileEntry, Manifest, check_path, synced_mode
 from roam_core.store.objects import Snapshot
 from roam_core.tiers.cron import Landed, is_jobs_file, profile_of, resume_command
 from roam_core.tiers.planning import restore_op
@@ -112,7 +112,8 @@ def restore(session: Session, path: str, generation: int, *, apply: bool) -> dic
     local = files.get(path)
     if local is not None:
         fill_digests({path: local}, StatCache(session.state_dir / "cache"))
-    if local is not None and local.sha256 == entry.sha256 and local.mode == entry.mode:
+    if local is not None and local.sha256 == entry.sha256 \
+            and synced_mode(local.mode) == synced_mode(entry.mode):
         return {"path": path, "generation": generation, "action": "unchanged", "applied": False}
     action = "replace" if local is not None else "create"
     landed: list[Landed] = []
@@ -127,7 +128,8 @@ def restore(session: Session, path: str, generation: int, *, apply: bool) -> dic
                         "applied": False}
             op = cron_op
         else:
-            op = Op(path, "write", entry.sha256, entry.mode, expect, _raw_sha(local),
+            op = Op(path, "write", entry.sha256, install_mode(entry.mode, local), expect,
+                    _raw_sha(local),
                     source=session.repo.content_source(entry))
         Install(session.root, session.state_dir, [op]).run(state)
     result: dict[str, Any] = {"path": path, "generation": generation, "action": action,

@@ -41,7 +41,7 @@ from roam_core.engine.fs import (
 )
 from roam_core.engine.prefetch import Content, Prefetch
 from roam_core.engine.progress import ProgressSink
-from roam_core.engine.scan import stat_signature
+from roam_core.engine.scan import read_umask, stat_signature
 from roam_core.engine.state import LocalState, load_state, save_state
 from roam_core.errors import RoamError, UserError, describe_os_error
 
@@ -110,11 +110,6 @@ def _stamp() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S%fZ")
 
 
-def _umask() -> int:
-    """The process's umask (read by setting it, so read once, before any thread starts)."""
-    found = os.umask(0o077)
-    os.umask(found)
-    return found
 
 
 
@@ -180,7 +175,7 @@ class Install:
         #: missing folder (relative) -> the temp folder its new files are staged in
         self.staged: dict[str, str] = {}
         self._made: set[str] = set()
-        self._umask = _umask()
+        self._umask = read_umask()
         self._kills = _per_file_kills()
         self._ops_json: str | None = None
         self._checked_dirs: set[str] = set()
@@ -205,7 +200,8 @@ class Install:
     def _run(self, new_state: LocalState) -> None:
         ensure_private_dir(self.state_dir)
         root = str(self.root)
-        missing: set[str] = set()
+        # a file this install deletes is no folder in the way: it is gone before any write
+        missing: set[str] = {op.rel for op in self.ops if op.action == "delete"}
         for index, op in enumerate(self.ops):
             folder = _missing_folder(root, op.rel, self._checked_dirs, missing) \
                 if op.action == "write" and op.expect is None else None
@@ -231,7 +227,12 @@ class Install:
             kill_point("journal:synced")
             self._journal("installing")
             placed: set[str] = set()
-            for number, op in enumerate(self.ops):
+            # deletes first: a file that becomes a folder, or a folder that becomes a file,
+            # needs the old shape gone before the new one can take its place
+            order = sorted(self.ops, key=lambda op: op.action != "delete")
+            for number, op in enumerate(order):
+                if number and op.action != "delete" and order[number - 1].action == "delete":
+                    self._prune_emptied(order)
                 if op.folder is None:
                     self._apply(op)
                 elif op.folder not in placed:
@@ -239,6 +240,8 @@ class Install:
                     placed.add(op.folder)
                 if self._kills:
                     kill_point(f"journal:op:{number}")
+            if order and order[-1].action == "delete":
+                self._prune_emptied(order)
             syncfs(self.root)
             kill_point("journal:installed")
             # the commit point: state.json naming this install replaces the old one
@@ -331,6 +334,29 @@ class Install:
                 self._made.add(rel)
                 self.created_dirs.append(rel)  # by its final name, for a rollback
 
+    def _prune_emptied(self, ops: list[Op]) -> None:
+        """Remove the folders this install's deletes left empty (a renamed folder's old name).
+
+        Only empty folders go (`rmdir` refuses anything else), never a top-level folder or
+        a profile's home unless a new file takes its name; a rollback recreates what a
+        restored file needs.
+        """
+        targets = {op.rel for op in ops if op.action == "write"}
+        for op in ops:
+            if op.action != "delete":
+                continue
+            parts = op.rel.split("/")[:-1]
+            while parts:
+                folder = "/".join(parts)
+                keeper = len(parts) == 1 or (len(parts) == 2 and parts[0] == "profiles")
+                if keeper and folder not in targets:
+                    break
+                try:
+                    os.rmdir(os.path.join(self.root, folder))
+                except OSError:
+                    break  # holds something (local or still to come): kept
+                parts.pop()
+
     def _place(self, folder: str) -> None:
         try:
             rename_noreplace(self.staged[folder], os.path.join(self.root, folder))
@@ -360,32 +386,37 @@ def rollback(root: Path, state_dir: Path, journal: dict[str, Any]) -> str:
     """Undo an unfinished install; returns a note about anything that could not be undone."""
     unrecoverable: list[str] = []
     staging = journal.get("phase") == "staging"
-    for op in journal.get("ops", []):
-        rel = str(op["rel"])
-        target = root / rel
+    ops = journal.get("ops", [])
+    for op in ops:
         if op.get("temp"):
             with contextlib.suppress(OSError):
                 Path(op["temp"]).unlink()
-        if staging:
-            continue  # nothing was renamed or deleted yet: the home is untouched
-        current = sha256_file(target)
+    # New files and folders go first: an original may need their place back (a folder
+    # that had become a file, or the reverse).
+    for op in ([] if staging else ops):  # staging renamed and deleted nothing yet
+        target = root / str(op["rel"])
         if op.get("had_original"):
-            if current == op.get("original_sha"):
-                continue
-            backup = Path(op["backup"]) if op.get("backup") else None
-            if backup is not None and sha256_file(backup) == op.get("original_sha"):
-                _restore(backup, target)
-            else:
-                unrecoverable.append(rel)
-        elif current is not None and current == op.get("sha256"):
+            continue
+        current = sha256_file(target)
+        if current is not None and current == op.get("sha256"):
             target.unlink()
         elif current is not None:
-            unrecoverable.append(rel)
+            unrecoverable.append(str(op["rel"]))
     for rel in reversed(journal.get("created_dirs", [])):
         with contextlib.suppress(OSError):
             (root / rel).rmdir()
     for staged in dict(journal.get("staged") or {}).values():
         _remove_folders(Path(staged))  # what was never placed: empty once temps are gone
+    for op in ([] if staging else ops):
+        rel = str(op["rel"])
+        target = root / rel
+        if not op.get("had_original") or sha256_file(target) == op.get("original_sha"):
+            continue
+        backup = Path(op["backup"]) if op.get("backup") else None
+        if backup is not None and sha256_file(backup) == op.get("original_sha"):
+            _restore(backup, target)
+        else:
+            unrecoverable.append(rel)
     with contextlib.suppress(OSError):
         syncfs(root)
     if unrecoverable:
@@ -428,6 +459,7 @@ def _committed(state_dir: Path, stamp: object) -> bool:
 
 def _restore(backup: Path, target: Path) -> None:
     temp = target.with_name(f"{TEMP_PREFIX}restore-{target.name}"[:255])
+    target.parent.mkdir(parents=True, exist_ok=True)  # its folder may have been emptied away
     shutil.copy2(backup, temp, follow_symlinks=False)
     os.replace(temp, target)
     fsync_dir(target.parent)

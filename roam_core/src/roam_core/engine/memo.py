@@ -30,7 +30,7 @@ from roam_core.engine.scan import stat_signature
 from roam_core.engine.state import STATE_FILE, LocalState
 
 MEMO_FILE = "status.json"
-VERSION = 2
+VERSION = 3
 #: Anything changed this close to the look is recorded as unknown.
 RACY_NS = 2_000_000_000
 _HEAVY = ("base", "projections")
@@ -53,7 +53,7 @@ def state_signature(session: Any) -> list[int] | None:
         return None
 
 
-def recall(session: Any) -> tuple[LocalState, dict[str, list[str]]] | None:
+def recall(session: Any) -> tuple[LocalState, dict[str, list[Any]]] | None:
     """This device's record (without its generation entries) and the changes, if still true."""
     try:
         data = json.loads((session.state_dir / "cache" / MEMO_FILE).read_bytes())
@@ -80,7 +80,7 @@ def recall(session: Any) -> tuple[LocalState, dict[str, list[str]]] | None:
 
 def remember(session: Any, state: LocalState, signature: list[int] | None, started_ns: int,
              folders: list[tuple[str, os.stat_result]], files: dict[str, list[int]],
-             changes: dict[str, list[str]]) -> None:
+             changes: dict[str, list[Any]]) -> None:
     """Record a full look that began at `started_ns` (wall clock, nanoseconds).
 
     `folders` are the folders the walk listed, `files` the shared files' signatures

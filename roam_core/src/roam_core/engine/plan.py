@@ -18,10 +18,18 @@ from typing import Any
 from roam_core.engine import inventory
 from roam_core.engine.journal import Op
 from roam_core.engine.remote import RemoteView
-from roam_core.engine.scan import LocalFile, StatCache, fill_digests, list_shared
+from roam_core.engine.scan import (
+    LocalFile,
+    StatCache,
+    fill_digests,
+    install_mode,
+    list_shared,
+)
 from roam_core.engine.session import Session
 from roam_core.engine.state import LocalState
-from roam_core.store.manifest import FileEntry, Manifest
+from roam_core.engine.typechange import settle_type_changes
+from roam_core.scope.walk import hidden_by
+from roam_core.store.manifest import FileEntry, Manifest, synced_mode
 from roam_core.tiers.archive import is_archive
 from roam_core.tiers.cron import is_jobs_file
 from roam_core.tiers.planning import archive_off_rows, iter_tier_lines, plan_archive, plan_cron
@@ -41,6 +49,8 @@ class Plan:
     configs_merged: list[dict[str, Any]] = field(default_factory=list)
     memories_merged: list[dict[str, Any]] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
+    #: conflicts kept local because of what the path is here (a symlink, a folder...): why
+    shape_conflicts: dict[str, str] = field(default_factory=dict)
     kept_by_rules: list[dict[str, str]] = field(default_factory=list)
     local_changes: list[str] = field(default_factory=list)
     unchanged: int = 0
@@ -60,7 +70,8 @@ class Plan:
         return {"generation": self.generation, "device": self.device, "created": self.created,
                 "added": self.added, "changed": self.changed, "removed": self.removed,
                 "configs_merged": self.configs_merged, "memories_merged": self.memories_merged,
-                "conflicts_kept_local": self.conflicts, "kept_local_by_rules": self.kept_by_rules,
+                "conflicts_kept_local": self.conflicts,
+                "conflict_reasons": self.shape_conflicts, "kept_local_by_rules": self.kept_by_rules,
                 "local_changes": self.local_changes, "unchanged": self.unchanged,
                 "overwritten_conflicts": self.overwritten,
                 "plugins_missing": self.plugins_missing, "session_archive": self.archives,
@@ -102,6 +113,8 @@ class Planner:
         fill_digests(files, cache, self.host_keys)
         cache.save(files)
         self.local: dict[str, LocalFile] = files
+        self.skipped = dict(getattr(self.scope, "skipped", []))
+        self.hidden = hidden_by(list(self.skipped.items()))
         self.plan = Plan(view.head.generation, view.head.device, view.snapshot.created)
         self.new_state = copy.deepcopy(state)
         self.unseen: set[str] = set()
@@ -126,6 +139,9 @@ class Planner:
                     self.plan.kept_by_rules.append(
                         {"path": rel, "reason": self._reason(rel)})
                 continue
+            if self.hidden(rel):  # a symlink or unreadable here: never written through
+                self._hidden(rel, remote.get(rel), self.base.get(rel))
+                continue
             if rel == inventory.INVENTORY:
                 self._inventory(remote.get(rel))
                 continue
@@ -137,9 +153,25 @@ class Planner:
                 base = None  # hidden by the rules until now: never here, so not deleted here
             self._path(rel, remote.get(rel), base, self.local.get(rel))
         self.plan.kept_by_rules.extend(archive_off_rows(self.archive_off))
+        settle_type_changes(self)
         self._finish_state()
         self.plan.new_state = self.new_state
         return self.plan
+
+    def _hidden(self, rel: str, r: FileEntry | None, b: FileEntry | None) -> None:
+        """A path this device cannot see: a remote change there is kept local, with why."""
+        if r is None or r.same_content(b):
+            return
+        parts = rel.split("/")
+        top = next("/".join(parts[:depth]) for depth in range(1, len(parts) + 1)
+                   if "/".join(parts[:depth]) in self.skipped)
+        self.keep_by_shape(rel, r, f"{top}: {self.skipped[top]} here")
+
+    def keep_by_shape(self, rel: str, r: FileEntry | None, why: str) -> None:
+        """A conflict kept local because the path cannot take the remote version here."""
+        self.plan.conflicts.append(rel)
+        self.plan.shape_conflicts[rel] = why
+        self.new_state.conflicts[rel] = r.sha256 if r is not None else ""
 
     def _inventory(self, entry: FileEntry | None) -> None:
         """Compare plugin inventories; roam lists what is missing and never installs code."""
@@ -160,7 +192,8 @@ class Planner:
     def _path(self, rel: str, r: FileEntry | None, b: FileEntry | None,
               loc: LocalFile | None) -> None:
         same = (r is None and loc is None) or (
-            r is not None and loc is not None and loc.sha256 == r.sha256 and loc.mode == r.mode)
+            r is not None and loc is not None and loc.sha256 == r.sha256
+            and synced_mode(loc.mode) == synced_mode(r.mode))
         if self.scope.is_config(rel):
             if r is None:
                 if loc is not None:
@@ -207,7 +240,8 @@ class Planner:
             self.plan.ops.append(Op(rel, "delete", expect=expect, original_sha=_raw_sha(loc)))
         else:
             (self.plan.changed if loc is not None else self.plan.added).append(rel)
-            self.plan.ops.append(Op(rel, "write", r.sha256, r.mode, expect, _raw_sha(loc),
+            self.plan.ops.append(Op(rel, "write", r.sha256, install_mode(r.mode, loc), expect,
+                                    _raw_sha(loc),
                                     source=_remote_source(self.session, r)))
         if overwrite:
             self.plan.overwritten.append(rel)
@@ -280,7 +314,7 @@ class Planner:
 def _same(loc: LocalFile | None, b: FileEntry | None) -> bool:
     if loc is None or b is None:
         return loc is None and b is None
-    return loc.sha256 == b.sha256 and loc.mode == b.mode
+    return loc.sha256 == b.sha256 and synced_mode(loc.mode) == synced_mode(b.mode)
 
 
 def _raw_sha(loc: LocalFile | None) -> str | None:
@@ -325,7 +359,8 @@ def iter_lines(plan: Plan) -> Iterator[str]:
     for rel in plan.overwritten:
         yield f"overwritten (was changed here; backed up): {rel}"
     for rel in plan.conflicts:
-        yield f"kept local (changed here since last sync): {rel}"
+        why = plan.shape_conflicts.get(rel, "changed here since last sync")
+        yield f"kept local ({why}): {rel}"
     for item in plan.kept_by_rules:
         yield f"kept local by rules: {item['path']} ({item['reason']})"
     for rel in plan.local_changes:

@@ -8,6 +8,7 @@ rules cannot see are carried forward unchanged: a narrower device never deletes 
 from __future__ import annotations
 
 import datetime
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from roam_core import __version__
@@ -24,7 +25,8 @@ from roam_core.engine.scan import (
 from roam_core.engine.session import Session, hermes_version
 from roam_core.engine.state import LocalState, raise_floor, save_state
 from roam_core.errors import ConflictError, RefConflict, UserError
-from roam_core.store.manifest import FileEntry, Manifest
+from roam_core.scope.walk import hidden_by
+from roam_core.store.manifest import MAX_FOLDERS, MAX_PATH, FileEntry, Manifest, synced_mode
 from roam_core.store.objects import Head, Snapshot
 from roam_core.store.packer import Packer
 from roam_core.store.presence import PackPresence
@@ -46,13 +48,16 @@ class PushResult:
     nothing: bool = False
     archive: dict[str, object] | None = None
     notes: list[str] = field(default_factory=list)
+    #: shared paths the walk left out, each {"path", "reason"} (a symlink, an odd name...)
+    skipped: list[dict[str, str]] = field(default_factory=list)
 
     def as_json(self) -> dict[str, object]:
         return {"generation": self.generation, "added": self.added, "changed": self.changed,
                 "removed": self.removed, "carried_forward": self.carried,
                 "bytes_changed": self.bytes_changed, "uploaded_bytes": self.uploaded_bytes,
                 "dry_run": self.dry_run, "nothing_to_push": self.nothing,
-                "session_archive": self.archive, "notes": self.notes}
+                "session_archive": self.archive, "notes": self.notes,
+                "skipped": self.skipped}
 
 
 def now_iso() -> str:
@@ -61,9 +66,22 @@ def now_iso() -> str:
 
 def _reusable(item: LocalFile, reference: Manifest) -> FileEntry | None:
     old = reference.get(item.rel)
-    if old is not None and item.sha256 == old.sha256 and item.mode == old.mode:
+    if old is not None and item.sha256 == old.sha256 \
+            and synced_mode(item.mode) == synced_mode(old.mode):
         return old
     return None
+
+
+def check_limits(files: Iterable[str]) -> None:
+    """Refuse, before anything is uploaded, a path no reader of the format could open."""
+    for rel in files:
+        if rel.count("/") > MAX_FOLDERS:
+            top = "/".join(rel.split("/")[:MAX_FOLDERS + 1])
+            raise UserError(f"{top}/... nests deeper than {MAX_FOLDERS} folders, more than "
+                            "roam's format holds; move it or add a local: rule for it")
+        if len(rel) > MAX_PATH:
+            raise UserError(f"{rel[:80]}... is a path of {len(rel)} characters, over the "
+                            f"format's {MAX_PATH}; shorten it or add a local: rule for it")
 
 
 def push(session: Session, *, force: bool = False, dry_run: bool = False,
@@ -90,6 +108,9 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
     # archive/sessions/ in the store is the session archive's; a home file there never travels
     files = {rel: item for rel, item in list_shared(scope, state.projections).items()
              if not is_archive(rel)}
+    skipped = list(getattr(scope, "skipped", []))
+    hidden = hidden_by(skipped)
+    check_limits(files)
     limit = session.max_file_size
     for item in files.values():
         if item.size > limit:
@@ -109,7 +130,8 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
         if rel not in compare:
             item.sha256 = cache.lookup(item)
 
-    result = PushResult(dry_run=dry_run, notes=list(archive.notes))
+    result = PushResult(dry_run=dry_run, notes=list(archive.notes),
+                        skipped=[{"path": rel, "reason": why} for rel, why in sorted(skipped)])
     if session.settings.get("sync_sessions") is True:
         result.archive = archive.as_json()
     manifest: Manifest = {}
@@ -133,8 +155,10 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
         # is carried forward below, whatever this device's rules say.
         # A path this device never received because its rules hid it is not a deletion
         # when the rules later widen: it was never here to be deleted.
+        # So is a path this device cannot see right now (a symlink, an unreadable folder).
         if archive.replaces(rel) or (not is_archive(rel) and rel not in unseen
-                                     and scope.classify(rel) is Scope.SHARED):
+                                     and scope.classify(rel) is Scope.SHARED
+                                     and not hidden(rel)):
             result.removed.append(rel)
         else:
             manifest[rel] = entry
@@ -179,7 +203,8 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
         session.repo.write_void(packer.lost_packs, set())
     kill_point("push:packs")
     for rel, (sha, size, blob_ids, mode) in pending.items():
-        manifest[rel] = FileEntry(rel, size, mode, sha, "shared", packer.refs(blob_ids))
+        manifest[rel] = FileEntry(rel, size, synced_mode(mode), sha, "shared",
+                                  packer.refs(blob_ids))
     result.uploaded_bytes = packer.uploaded_bytes
     projections = {item.rel: item.projection(host_keys).decode()
                    for item in files.values() if item.is_config}

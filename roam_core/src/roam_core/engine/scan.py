@@ -60,6 +60,34 @@ class LocalFile:
         return open(self.location, "rb")
 
 
+def read_umask() -> int:
+    """The process's umask, read without changing it where /proc says it."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    found = os.umask(0o077)
+    os.umask(found)
+    return found
+
+
+def install_mode(remote_mode: int, local: LocalFile | None) -> int:
+    """The mode a file installed from the store gets: only its executable bit comes along.
+
+    A replaced file keeps its own mode (a private 0600 stays private) with the executable
+    bits set or cleared; a new one gets 0644 or 0755 under the home's umask. Nothing from a
+    remote entry makes a file setuid or group/world-writable.
+    """
+    executable = bool(remote_mode & 0o100)
+    if local is not None:
+        kept = local.mode & 0o777 & ~0o111
+        return kept | ((kept & 0o444) >> 2) if executable else kept
+    return (0o755 if executable else 0o644) & ~read_umask()
+
+
 def projected_bytes(path: Path, rel: str, host_keys: Iterable[str] = (),
                     base: str | None = None) -> bytes:
     if is_jobs_file(rel):  # cron job definitions without their run state

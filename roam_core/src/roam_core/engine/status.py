@@ -11,12 +11,26 @@ from roam_core.engine.scan import StatCache, fill_digests, list_shared
 from roam_core.engine.session import Session
 from roam_core.engine.state import LocalState
 from roam_core.errors import RoamError, describe
+from roam_core.scope.walk import SYMLINK, hidden_by
+from roam_core.store.manifest import synced_mode
 from roam_core.types import Scope
+
+#: paths whose being a symlink (a dotfiles setup) status names first: nothing below syncs
+_TOP_LINKS = ("SOUL.md", "skills", "memories", "config.yaml")
+
+
+def links_at_top(skipped: list[dict[str, str]]) -> list[str]:
+    """The home's main paths that are symlinks here, so never synced from this device."""
+    return [item["path"] for item in skipped
+            if item["reason"] == SYMLINK and item["path"] in _TOP_LINKS]
 
 
 def local_changes(session: Session, state: LocalState | None = None, *,
-                  signature: list[int] | None = None) -> dict[str, list[str]]:
+                  signature: list[int] | None = None) -> dict[str, list[Any]]:
     """Shared paths added, changed or removed here since the last synced generation.
+
+    `skipped` lists [path, reason] for what the walk left out (a symlink, an unreadable
+    folder, an odd name); what the base holds there is not removed, it is carried forward.
 
     With `signature` (state.json's, taken before `state` was read) the look is remembered
     for the next status (`roam_core.engine.memo`).
@@ -24,7 +38,8 @@ def local_changes(session: Session, state: LocalState | None = None, *,
     started = time.time_ns()
     state = state or session.require_state()
     # digests and modes straight from state.json: no FileEntry per path on this hot path
-    base = {rel: (entry.get("sha256"), entry.get("mode")) for rel, entry in state.base.items()}
+    base = {rel: (entry.get("sha256"), synced_mode(int(entry.get("mode") or 0)))
+            for rel, entry in state.base.items()}
     scope = session.scope
     files = list_shared(scope, state.projections)
     # as the walk saw them, before the inventory is set aside below
@@ -37,11 +52,14 @@ def local_changes(session: Session, state: LocalState | None = None, *,
     base.pop(inventory.INVENTORY, None)
     added = sorted(rel for rel in files if rel not in base)
     changed = sorted(rel for rel, item in files.items()
-                     if rel in base and (item.sha256, item.mode) != base[rel])
+                     if rel in base and (item.sha256, synced_mode(item.mode)) != base[rel])
     unseen = set(state.unseen)  # hidden by rules until now: never here, so not removed
+    skipped = sorted(getattr(scope, "skipped", []))
+    hidden = hidden_by(skipped)
     removed = sorted(rel for rel in base if rel not in files and rel not in unseen
-                     and scope.classify(rel) is Scope.SHARED)
-    changes = {"added": added, "changed": changed, "removed": removed}
+                     and scope.classify(rel) is Scope.SHARED and not hidden(rel))
+    changes: dict[str, list[Any]] = {"added": added, "changed": changed, "removed": removed,
+                                     "skipped": [list(item) for item in skipped]}
     if signature is not None:
         memo.remember(session, state, signature, started, getattr(scope, "folders", []),
                       seen, changes)
@@ -57,12 +75,14 @@ def status(session: Session) -> dict[str, Any]:
         signature = memo.state_signature(session)
         state = session.require_state()
         changes = local_changes(session, state, signature=signature)
+    skipped = [{"path": str(rel), "reason": str(why)} for rel, why in changes.pop("skipped", [])]
     dirty = sum(len(paths) for paths in changes.values())
     report: dict[str, Any] = {
         "root": str(session.root), "device": state.device,
         "backend": str(session.settings.get("backend") or "local"),
         "identity": state.identity, "local_generation": state.generation,
         "dirty": dirty, "changes": changes, "conflicts": sorted(state.conflicts),
+        "skipped": skipped, "links_at_top": links_at_top(skipped),
         "reachable": False, "remote_generation": None, "remote_ahead": False,
         "behind": False, "ahead": dirty > 0, "fleet_size": None, "error": None,
     }

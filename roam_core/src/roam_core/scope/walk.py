@@ -4,7 +4,9 @@ A folder is entered only when some path below it could be shared, decided from i
 path alone, so `venv/`, `node_modules/`, `sessions/` or `cache/` are never listed, however
 large. Symbolic links are never followed (a link may point out of the home), and names that
 are not UTF-8 or hold control characters cannot travel; all of these are recorded in
-`skipped` when they would otherwise have been shared.
+`skipped` when they would otherwise have been shared, with the reason, so every command can
+say what it left out, and a push can carry forward what the last generation held there
+instead of publishing a deletion (docs/decisions.md, "Shapes a home can take").
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ from __future__ import annotations
 import os
 import re
 import stat as stat_module
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from roam_core.errors import UserError
 from roam_core.types import Scope
 
 if TYPE_CHECKING:
@@ -27,6 +31,37 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 def display_name(rel: str) -> str:
     """A printable form of a relative path whose bytes may not be UTF-8."""
     return os.fsencode(rel).decode("utf-8", "backslashreplace")
+
+
+_SPECIAL = ((stat_module.S_ISFIFO, "FIFO"), (stat_module.S_ISSOCK, "socket"),
+            (stat_module.S_ISCHR, "character device"), (stat_module.S_ISBLK, "block device"))
+SYMLINK = "symbolic link (never followed)"
+
+
+def special_kind(mode: int) -> str:
+    """`not a regular file (FIFO)` and the like: why a special file does not travel."""
+    for test, kind in _SPECIAL:
+        if test(mode):
+            return f"not a regular file ({kind})"
+    return "not a regular file"
+
+
+def hidden_by(skipped: list[tuple[str, str]]) -> Callable[[str], bool]:
+    """Whether a path is, or lies below, something the walk skipped (it could not see it).
+
+    Such a path's last synced entry is carried forward, never published as removed.
+    """
+    tops = {rel for rel, _reason in skipped}
+    if not tops:
+        return lambda rel: False
+
+    def hidden(rel: str) -> bool:
+        if rel in tops:
+            return True
+        parts = rel.split("/")
+        return any("/".join(parts[:depth]) in tops for depth in range(1, len(parts)))
+
+    return hidden
 
 
 def _problem(name: str) -> str | None:
@@ -67,8 +102,10 @@ def walk_shared(root: Path, chain: Chain, skipped: list[tuple[str, str]],
         except FileNotFoundError:
             continue
         except OSError as error:
-            if prefix:
-                skipped.append((prefix, f"cannot read folder: {error.strerror or error}"))
+            if not prefix:  # the whole home unseen would read as every file removed
+                raise UserError(f"cannot read the home {root}: "
+                                f"{error.strerror or error}") from None
+            skipped.append((prefix[:-1], f"cannot read folder: {error.strerror or error}"))
             continue
         for item in items:
             name = item.name
@@ -76,7 +113,7 @@ def walk_shared(root: Path, chain: Chain, skipped: list[tuple[str, str]],
             # nearly every name is printable ASCII: two C calls instead of a function call
             problem = None if name.isascii() and name.isprintable() else _problem(name)
             if problem is None and item.is_symlink():
-                problem = "symbolic link (never followed)"
+                problem = SYMLINK
             if problem is not None:
                 if _would_share(rules, name):
                     skipped.append((display_name(rel), problem))
@@ -94,7 +131,7 @@ def walk_shared(root: Path, chain: Chain, skipped: list[tuple[str, str]],
             except OSError:
                 continue  # vanished while we looked
             if not stat_module.S_ISREG(info.st_mode):
-                skipped.append((rel, "not a regular file"))
+                skipped.append((rel, special_kind(info.st_mode)))
                 continue
             found.append(Entry(rel, item.path, info))
     return found

@@ -20,6 +20,17 @@ def is_hex64(value: object) -> bool:
     """Whether `value` is 64 lower-case hex digits: a digest or an object id, nothing else."""
     return isinstance(value, str) and _HEX64.fullmatch(value) is not None
 MAX_PATH = 4096
+
+
+def synced_mode(mode: int) -> int:
+    """What of a file's mode travels: the owner's executable bit, as git keeps it.
+
+    Entries written before this rule may hold any 0o777 mode; they compare by this too,
+    so a mode that differs only in bits roam does not sync is never a change.
+    """
+    return 0o755 if mode & 0o100 else 0o644
+#: folders a path may pass through: a tree nests at most this deep below the root tree
+MAX_FOLDERS = 64
 _JSON_KEYS = {"size", "mode", "sha256", "scope", "blobs"}
 
 
@@ -38,7 +49,8 @@ class FileEntry:
     _json: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     def same_content(self, other: FileEntry | None) -> bool:
-        return other is not None and other.sha256 == self.sha256 and other.mode == self.mode
+        return other is not None and other.sha256 == self.sha256 \
+            and synced_mode(other.mode) == synced_mode(self.mode)
 
     def as_json(self) -> dict[str, Any]:
         """The entry as JSON; shared with the entry it was read from: never mutate it."""

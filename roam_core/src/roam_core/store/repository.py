@@ -21,7 +21,14 @@ from roam_core.storage import Backend
 from roam_core.store import codec
 from roam_core.store.cache_files import read_known, write_cache, write_known
 from roam_core.store.content import ContentSource, checked_content
-from roam_core.store.manifest import BlobRef, FileEntry, Manifest, check_manifest, is_hex64
+from roam_core.store.manifest import (
+    MAX_FOLDERS,
+    BlobRef,
+    FileEntry,
+    Manifest,
+    check_manifest,
+    is_hex64,
+)
 from roam_core.store.objects import (
     HEAD_REF,
     Head,
@@ -160,7 +167,7 @@ class Repository:
         depth = 0
         with ParallelReads(read_workers(self.backend)) as reads:
             while level:
-                if depth > 64:
+                if depth > MAX_FOLDERS:
                     raise IntegrityError(f"integrity error: tree {level[0][1]} nests too deep")
                 ids = sorted({tree_id for _prefix, tree_id in level})
                 loaded = dict(zip(ids, reads.map(self.load_tree, ids), strict=True))

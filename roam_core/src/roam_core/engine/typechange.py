@@ -1,0 +1,92 @@
+"""Type changes in a pull plan: a file that became a folder here or there, and the reverse.
+
+A remote file at `x` needs the local folder `x/` gone, and a remote file at `x/y` needs the
+local file `x` gone. The planner decides each path on its own; this pass, run once at the
+end, looks at what those decisions leave standing in the way. Where the plan already
+deletes everything in the way (it was synced and is unchanged here), the install simply
+deletes first and writes after. Where something local would stay (an edited file, a file
+the base never had, a file the rules keep here), the remote path is a conflict kept local;
+`--overwrite-conflicts` deletes what is in the way instead, each file backed up first.
+"""
+
+from __future__ import annotations
+
+import os
+import stat as stat_module
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from roam_core.engine.journal import Op, sha256_file
+from roam_core.engine.scan import stat_signature
+
+if TYPE_CHECKING:
+    from roam_core.engine.plan import Planner
+
+
+def _ancestors(rel: str) -> list[str]:
+    parts = rel.split("/")[:-1]
+    return ["/".join(parts[: depth + 1]) for depth in range(len(parts))]
+
+
+def _files_below(root: str, folder: str) -> list[str]:
+    """Every non-folder below `folder` (relative), whatever the rules say about it."""
+    found: list[str] = []
+    for here, folders, files in os.walk(os.path.join(root, folder)):
+        rel = os.path.relpath(here, root).replace(os.sep, "/")
+        found.extend(f"{rel}/{name}" for name in files)
+        # a symlinked folder is a name in the way, never entered
+        found.extend(f"{rel}/{name}" for name in folders
+                     if os.path.islink(os.path.join(here, name)))
+    return found
+
+
+def _delete_op(root: str, rel: str) -> Op | None:
+    """A delete of whatever file is at `rel`, backed up first like any replaced file."""
+    path = os.path.join(root, rel)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if stat_module.S_ISLNK(st.st_mode):
+        return None  # a symlink is never deleted through; the install refuses instead
+    return Op(rel, "delete", expect=stat_signature(st), original_sha=sha256_file(Path(path)))
+
+
+def settle_type_changes(planner: Planner) -> None:
+    """Keep local, or clear the way for, every remote file whose path changed type here."""
+    plan = planner.plan
+    root = str(planner.session.root)
+    writes = [op for op in plan.ops if op.action == "write"]
+    if not writes:
+        return
+    local_folders = {folder for rel in planner.local for folder in _ancestors(rel)}
+    deleting = {op.rel for op in plan.ops if op.action == "delete"}
+    is_file: dict[str, bool] = {}  # one look per folder however many files arrive in it
+    for op in writes:
+        in_the_way: list[str] = []
+        for folder in _ancestors(op.rel):
+            if folder in deleting or folder in local_folders:
+                continue
+            if folder not in is_file:
+                is_file[folder] = folder in planner.local or (os.path.lexists(
+                    os.path.join(root, folder)) and not os.path.isdir(os.path.join(root, folder)))
+            if is_file[folder]:
+                in_the_way.append(folder)
+        if op.rel in local_folders or os.path.isdir(os.path.join(root, op.rel)):
+            in_the_way.extend(rel for rel in _files_below(root, op.rel) if rel not in deleting)
+        if not in_the_way:
+            continue
+        if not planner.overwrite:
+            plan.ops.remove(op)
+            for names in (plan.added, plan.changed):
+                if op.rel in names:
+                    names.remove(op.rel)
+            planner.keep_by_shape(op.rel, planner.view.manifest.get(op.rel),
+                                  f"{in_the_way[0]} is in the way here, changed since last sync")
+            continue
+        for rel in in_the_way:
+            delete = _delete_op(root, rel)
+            if delete is not None and rel not in deleting:
+                plan.ops.append(delete)
+                plan.overwritten.append(rel)
+                deleting.add(rel)
