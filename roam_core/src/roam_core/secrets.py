@@ -5,7 +5,8 @@ roam never writes a secret anywhere. A secret is read from Hermes's own
 environment outside it, then, for `ROAM_*` names only, from the root home's `.env`.
 The mirror's redaction and the push scanner also read every value of the root's and the
 active profile's `.env` (`dotenv_values`), for matching only: those values never leave the
-process (roam_core.secretscan.literals).
+process (roam_core.secretscan.literals). `.env` is parsed by python-dotenv, as Hermes
+parses it (quotes, `export`, comments, escapes, multiline values).
 """
 
 from __future__ import annotations
@@ -34,23 +35,17 @@ def in_hermes() -> bool:
 
 
 def parse_dotenv(text: str) -> dict[str, str]:
-    """`NAME=value` lines of a `.env` text (`export`, quotes and comments as shells read them)."""
-    values: dict[str, str] = {}
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        line = line.removeprefix("export ").strip()
-        key, sep, value = line.partition("=")
-        if not sep or not key.strip():
-            continue
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        elif " #" in value:
-            value = value.split(" #", 1)[0].rstrip()
-        values[key.strip()] = value
-    return values
+    """The `NAME=value` pairs of a `.env` text, parsed by python-dotenv as Hermes parses it.
+
+    Quotes, `export`, comments, escapes and multiline values follow python-dotenv (Hermes
+    loads the same file with its `load_dotenv`); a name without `=` has no value.
+    """
+    import io
+
+    from dotenv import dotenv_values as parse
+
+    return {key: value for key, value in parse(stream=io.StringIO(text)).items()
+            if value is not None}
 
 
 def dotenv_values(path: Path) -> dict[str, str]:
@@ -68,7 +63,7 @@ def dotenv_values(path: Path) -> dict[str, str]:
 
 def _dotenv_value(path: Path, name: str) -> str | None:
     try:
-        return dotenv_values(path).get(name)
+        return dotenv_values(path).get(name) or None
     except OSError:
         return None
 
