@@ -41,12 +41,14 @@ def _repair(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(result.as_json())
         return 0 if remaining.ok else 1
-    if result.changed:
+    if result.head is not None:
+        print(f"roam: HEAD re-published at generation {result.head}")
+    if result.objects:
         print(f"roam: repaired: {result.blobs} blob(s) ({_size(result.bytes)}) sealed again "
               f"from this device's files, {result.trees} tree(s) and {result.snapshots} "
               f"snapshot(s) put back, {result.indexes} index(es) rewritten, "
               f"{result.voided_packs} lost or damaged pack(s) recorded as void")
-    else:
+    elif result.head is None:
         print("roam: nothing this device could repair")
     if remaining.ok:
         print("roam: no problems found")

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from roam_core.engine.session import Session
-from roam_core.engine.state import load_floor
+from roam_core.engine.state import RECOVERY_DOC, load_floor
 from roam_core.errors import ArchiveKeyError, IntegrityError, UserError
 from roam_core.store.manifest import BlobRef, FileEntry, check_manifest, check_path
 from roam_core.store.objects import snapshot_key, tree_key
@@ -112,12 +112,14 @@ class Checker:
         self.unlisted: dict[str, set[BlobRef]] = {}
         self.bad_indexes: set[str] = set()
         self.missing: set[str] = set()
+        self.head_broken = False
 
     def run(self) -> CheckReport:
         report = self.report
         report.identity = self.session.backend.identity()
         head = self._head()
         if head is None:
+            report.repairable = self.head_broken
             return report
         for generation, snapshot_id, snapshot in self._chain(head.generation, head.snapshot):
             self._snapshot(generation, snapshot_id, snapshot)
@@ -126,7 +128,7 @@ class Checker:
         if report.read_data:
             self._read_data()
         report.repairable = bool(self.broken or self.unlisted or self.bad_indexes
-                                 or self.missing)
+                                 or self.missing or self.head_broken)
         return report
 
     @property
@@ -140,16 +142,19 @@ class Checker:
         report = self.report
         try:
             head = self.repo.read_head()
-        except ArchiveKeyError as error:
-            report.add("HEAD", str(error))
-            return None
-        except IntegrityError as error:
+        except (ArchiveKeyError, IntegrityError) as error:
             report.add("HEAD", _reason(error))
+            self.head_broken = True
             return None
-        if head is None:
-            raise UserError("the store has no HEAD; run roam init --create-remote on one device")
-        report.head_generation = head.generation
         state = self.session.state()
+        if head is None:
+            if state is None or not state.store:
+                raise lost_head_error(self.session) or UserError(
+                    "the store has no HEAD; run roam init --create-remote on one device")
+            report.add("HEAD", "is missing from the store")
+            self.head_broken = True
+            return None
+        report.head_generation = head.generation
         if state is not None and state.store and head.store != state.store:
             report.add("HEAD", f"belongs to another fleet ({head.store[:12]}, this device "
                        f"joined {state.store[:12]})")
@@ -157,6 +162,7 @@ class Checker:
         if head.generation < report.floor:
             report.add("HEAD", f"generation {head.generation} is below generation "
                        f"{report.floor} that this device already verified (rolled back)")
+            self.head_broken = True
         return head
 
     def _chain(self, generation: int, snapshot_id: str | None
@@ -371,6 +377,20 @@ class Checker:
             self.report.blobs_read += 1
             self.report.bytes_read += len(data)
         return data
+
+
+def lost_head_error(session: Session) -> UserError | None:
+    """For a store without HEAD that still holds snapshots: its HEAD was lost, not never made.
+
+    Founding a fleet there would strand every device of the old one; the error names the
+    repair instead. None when the store holds no snapshot (an empty store).
+    """
+    held = sum(1 for _key in session.backend.list("snapshots/"))
+    if not held:
+        return None
+    return UserError(f"the store has no HEAD but holds {held} snapshot(s): its HEAD was "
+                     "lost; run roam check --repair on a device that joined this fleet "
+                     f"(see {RECOVERY_DOC})")
 
 
 def check(session: Session, *, read_data: bool = False) -> CheckReport:

@@ -6,6 +6,7 @@ import secrets as random_tokens
 from dataclasses import dataclass
 
 from roam_core import __version__
+from roam_core.engine.check import lost_head_error
 from roam_core.engine.push import now_iso
 from roam_core.engine.remote import refuse_rollback
 from roam_core.engine.session import Session, hermes_version
@@ -36,6 +37,9 @@ def init(session: Session, *, create_remote: bool = False) -> InitResult:
     head = session.repo.read_head()  # a key that cannot open HEAD is refused here
     founded = False
     if head is None:
+        refused = lost_head_error(session)
+        if refused is not None:
+            raise refused
         head = _found(session)
         founded = True
     else:

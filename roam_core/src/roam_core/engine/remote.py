@@ -35,8 +35,10 @@ def read_verified_head(session: Session, state: LocalState | None) -> Head | Non
     if head is None:
         if state is not None and state.store:
             raise IntegrityError(
-                f"the store at {session.backend.identity()} has no HEAD: it was emptied, or "
-                "the backend settings point somewhere else (check roam config get)")
+                f"the store at {session.backend.identity()} has no HEAD: it was lost or "
+                "emptied, or the backend settings point somewhere else (check roam config "
+                "get); with its snapshots intact, roam check --repair re-publishes it (see "
+                f"{RECOVERY_DOC})")
         return None
     if state is not None and state.store and head.store != state.store:
         raise IntegrityError(
@@ -53,7 +55,8 @@ def refuse_rollback(session: Session, head: Head, state: LocalState | None) -> N
     if head.generation < floor:
         raise IntegrityError(
             f"rollback refused: the store's HEAD is generation {head.generation}, below "
-            f"generation {floor} that this device already verified (see {RECOVERY_DOC})"
+            f"generation {floor} that this device already verified; roam check --repair "
+            f"re-publishes the newest generation the store holds (see {RECOVERY_DOC})"
         )
 
 

@@ -2,6 +2,8 @@
 
 Nothing in the store is overwritten or deleted (objects are immutable): a repair only adds.
 
+- HEAD, when it is missing, damaged or older than this device's floor, is published again
+  at the newest authentic snapshot (`roam_core.engine.republish`).
 - Trees and snapshots that are missing come back from this device's verified object cache,
   and the trees of the generation it last synced from its own record of that generation.
 - Blobs that no copy of can be read (their pack lost, or damaged as `--read-data` found) are
@@ -25,6 +27,7 @@ from typing import BinaryIO
 
 from roam_core import crypto
 from roam_core.engine.check import Checker, CheckReport
+from roam_core.engine.republish import republish_head
 from roam_core.engine.session import Session
 from roam_core.engine.state import LocalState
 from roam_core.errors import ConflictError, IntegrityError, ObjectExists, RefConflict
@@ -48,23 +51,30 @@ class RepairReport:
     snapshots: int = 0
     indexes: int = 0
     voided_packs: int = 0
+    #: The generation HEAD was published at again (None: HEAD was sound).
+    head: int | None = None
     remaining: CheckReport = field(default_factory=CheckReport)
 
     @property
-    def changed(self) -> bool:
+    def objects(self) -> bool:
+        """Whether any object was added to the store (HEAD aside)."""
         return bool(self.blobs or self.trees or self.snapshots or self.indexes
                     or self.voided_packs)
 
     def as_json(self) -> dict[str, object]:
         return {"blobs": self.blobs, "bytes": self.bytes, "trees": self.trees,
                 "snapshots": self.snapshots, "indexes": self.indexes,
-                "voided_packs": self.voided_packs, "remaining": self.remaining.as_json()}
+                "voided_packs": self.voided_packs, "head": self.head,
+                "remaining": self.remaining.as_json()}
 
 
 def repair(session: Session, *, read_data: bool = False) -> RepairReport:
     """Repair the store behind `session` as far as this device can; then check it again."""
     state = session.require_state()
     result = RepairReport()
+    # HEAD first: every other object is found by following it
+    result.head = republish_head(session, Repository(
+        session.backend, session.keys, None, max_file_size=session.max_file_size), state)
     checker = Checker(session, read_data=read_data)
     checker.run()
     if checker.missing:
@@ -79,7 +89,7 @@ def repair(session: Session, *, read_data: bool = False) -> RepairReport:
     if checker.lost_packs or checker.bad_indexes:
         checker.repo.write_void(checker.lost_packs, checker.bad_indexes)
         result.voided_packs = len(checker.lost_packs)
-    if result.changed:
+    if result.objects:
         _publish(checker.repo)
     result.remaining = Checker(session, read_data=read_data).run()
     return result

@@ -85,7 +85,8 @@ class Repository:
             if "failed authentication" in str(error):
                 raise ArchiveKeyError(
                     "the archive key cannot open this store's HEAD (wrong ROAM_ARCHIVE_KEY, "
-                    "or HEAD was tampered with)"
+                    "or HEAD was damaged or tampered with: with the right key, roam check "
+                    "--repair re-publishes it)"
                 ) from None
             raise
         return Head.from_json(parse_json(plain, "HEAD"), version)
