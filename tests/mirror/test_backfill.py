@@ -103,3 +103,52 @@ def test_backfill_reads_the_profile_database(root: Path) -> None:
     db.turn("20260301_100000_cccccc", "hello", "hi", DAY1 + 1)
     assert backfill(Home(root, profile="work")).spooled == 1
     assert Spool(root).events()[0].profile == "work"
+
+
+def _live(session: str, user: str, reply: str, history: list[dict[str, str]]) -> None:
+    on_post_llm_call(session_id=session, turn_id=f"t{len(history)}", user_message=user,
+                     assistant_response=reply, conversation_history=history)
+
+
+def test_backfill_knows_live_turns_by_identity_whatever_their_text(
+        root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hermes stores a masked reply, or the redaction changed: still one post per turn."""
+    monkeypatch.setenv("HERMES_HOME", str(root))
+    from roam_core.mirror import sender
+
+    monkeypatch.setattr(sender, "ensure_started", lambda _root: None)
+    write_settings(root, mirror_sinks=["memory"])
+    sid = "20260301_090000_dddddd"
+    db = StateDB(root / "state.db")
+    db.session(sid, DAY1, title="Keys")
+    history = [{"role": "user", "content": "keep it"}]
+    db.message(sid, "user", "keep it", DAY1 + 1)
+    db.message(sid, "assistant", "Stored sk-pro...6789 for you.", DAY1 + 2)  # Hermes-masked
+    _live(sid, "keep it", "Stored sk-proj-LIVE-TEXT-DIFFERS for you.",
+          [*history, {"role": "assistant", "content": "x"}])
+    # The next turn's live hook found state.db unreadable: only its index is known.
+    monkeypatch.setattr("roam_core.mirror.statedb.live_turn_meta",
+                        lambda *a, **k: ("", "", ""))
+    _live(sid, "again HERMES-ONLY-SECRET", "second reply, as seen live",
+          [*history, {"role": "assistant", "content": "x"},
+           {"role": "user", "content": "again"}, {"role": "assistant", "content": "y"}])
+    db.turn(sid, "again HERMES-ONLY-SECRET", "second reply, as stored", DAY1 + 10)
+    db.turn(sid, "a third turn nobody mirrored", "third", DAY1 + 20)
+    live = Spool(root).events()
+    assert [e.anchor for e in live] == ["1", ""] and [e.turn_index for e in live] == [0, 1]
+    result = backfill(Home(root))
+    assert (result.turns, result.spooled, result.skipped) == (3, 1, 2)
+    assert [e.user_message for e in Spool(root).events()][-1] == "a third turn nobody mirrored"
+    assert backfill(Home(root)).spooled == 0
+
+
+def test_compacted_turns_keep_their_identity(root: Path, state: StateDB,
+                                             memory_sink: object) -> None:
+    from roam_core.mirror.sender import Sender
+
+    backfill(Home(root))
+    Sender(root).drain_once()
+    spool = Spool(root)
+    assert spool.compact(["memory"], min_bytes=0) == 4
+    assert all(entry.event is None and entry.identities for entry in spool.entries())
+    assert backfill(Home(root)).spooled == 0

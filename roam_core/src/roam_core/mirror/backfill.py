@@ -2,10 +2,13 @@
 
 state.db is opened read-only. A turn is a user message and the last non-empty assistant
 message before the next user message (tool calls and their output are not turns). The
-backfill is idempotent: a turn whose redacted text the spool already holds for that session
-(live or from an earlier backfill, delivered or not) is skipped, counting repeats, so
-running it twice, or after the live hook, spools nothing new. Redaction is required: when
-it is unavailable nothing is spooled at all.
+backfill is idempotent by the turn's identity, not its text: a turn whose user-message row
+(or, when the live hook could not read that row, whose place among the session's user
+messages) the spool already holds for that session, live or from an earlier backfill,
+delivered or not, is skipped. Text changes (Hermes masking the stored reply, a redaction
+that changed since) therefore never post a turn twice. Only turns spooled by older
+versions, which recorded no identity, are matched on their redacted text. Redaction is
+required: when it is unavailable nothing is spooled at all.
 """
 
 from __future__ import annotations
@@ -65,24 +68,34 @@ def _sessions(db: sqlite3.Connection, session: str | None,
     return list(db.execute(f"{query} ORDER BY {order}", args))
 
 
-def _turns(db: sqlite3.Connection, session_id: str) -> Iterator[tuple[int, str, str, float]]:
-    """(user row id, user text, final reply, time) for every finished turn of a session."""
+Turn = tuple[int, int, str, str, float]
+
+
+def _turns(db: sqlite3.Connection, session_id: str) -> Iterator[Turn]:
+    """(user row id, index, user text, final reply, time) for every finished turn.
+
+    The index counts every user message of the session, finished or not, as the live hook
+    counts them in Hermes's conversation history.
+    """
     columns = _columns(db, "messages")
     active = " AND active = 1" if "active" in columns else ""
     rows = db.execute("SELECT id, role, content, timestamp FROM messages "
                       f"WHERE session_id = ?{active} ORDER BY id", (session_id,))
-    current: tuple[int, str, float] | None = None
+    current: tuple[int, int, str, float] | None = None
     reply = ""
+    index = -1
     for row in rows:
         role, content = row["role"], row["content"] or ""
         if role == "user":
             if current is not None and reply.strip():
-                yield current[0], current[1], reply, current[2]
-            current, reply = (int(row["id"]), str(content), float(row["timestamp"] or 0)), ""
+                yield current[0], current[1], current[2], reply, current[3]
+            index += 1
+            current = (int(row["id"]), index, str(content), float(row["timestamp"] or 0))
+            reply = ""
         elif role == "assistant" and str(content).strip() and current is not None:
             reply = str(content)
     if current is not None and reply.strip():
-        yield current[0], current[1], reply, current[2]
+        yield current[0], current[1], current[2], reply, current[3]
 
 
 def backfill(home: Home, session: str | None = None, since: float | None = None,
@@ -98,6 +111,7 @@ def backfill(home: Home, session: str | None = None, since: float | None = None,
     path = state_db or profile_home(home) / "state.db"
     spool = Spool(home.root)
     known = spool.known_turns()
+    known_turns = spool.known_identities()
     known_ids = {entry.event_id for entry in spool.entries()}
     seen: Counter[tuple[str, str]] = Counter()
     result = BackfillResult()
@@ -110,7 +124,7 @@ def backfill(home: Home, session: str | None = None, since: float | None = None,
             for row in sessions:
                 result.sessions += 1
                 keys = row.keys()
-                for anchor, user, reply, when in _turns(db, row["id"]):
+                for anchor, index, user, reply, when in _turns(db, row["id"]):
                     result.turns += 1
                     event = TurnEvent(
                         event_id=backfill_event_id(home.profile, row["id"], str(anchor)),
@@ -118,7 +132,13 @@ def backfill(home: Home, session: str | None = None, since: float | None = None,
                         reply=reply, time=when, profile=home.profile,
                         title=str(row["title"] or "") if "title" in keys else "",
                         source=str(row["source"] or "") if "source" in keys else "",
-                        origin="backfill")
+                        origin="backfill", anchor=str(anchor), turn_index=index)
+                    session_key = event.session_key
+                    if event.event_id in known_ids or any(
+                            (session_key, identity) in known_turns
+                            for identity in (*event.identities, f"i:{index}")):
+                        result.skipped += 1
+                        continue
                     try:
                         event = redact_event(event, home.root)
                     except RedactionUnavailable as error:

@@ -27,6 +27,11 @@ class TurnEvent:
     backfill from the turn's position and content, so sinks can deliver idempotently.
     `redacted` says whether the text fields already went through the egress redaction; only
     redacted events ever reach a sink.
+
+    `anchor` (the state.db row id of the turn's user message) and `turn_index` (its place
+    among the session's user messages, from 0) say which turn of the session this is; the
+    live hook records them so the backfill recognises the turn whatever its text became
+    (masked by Hermes before storing, or redacted differently since). Empty / -1: unknown.
     """
 
     event_id: str
@@ -43,11 +48,18 @@ class TurnEvent:
     origin: str = "live"
     redacted: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    anchor: str = ""
+    turn_index: int = -1
 
     @property
     def session_key(self) -> str:
         """The session as sinks key it: sessions of different profiles never share a thread."""
         return f"{self.profile}/{self.session_id}"
+
+    @property
+    def identities(self) -> tuple[str, ...]:
+        """What names this turn within its session: its anchor, else its index."""
+        return turn_identities(self.anchor, self.turn_index)
 
     @property
     def content_digest(self) -> str:
@@ -68,6 +80,18 @@ class TurnEvent:
         known = {name for name in cls.__dataclass_fields__}
         values = {key: value for key, value in data.items() if key in known}
         return cls(**values)
+
+
+def turn_identities(anchor: str, turn_index: int) -> tuple[str, ...]:
+    """The identity keys of a turn: the row anchor when known, else the index when known.
+
+    A backfilled turn knows both; a live one whose state.db read timed out knows only its
+    index. Matching on the anchor first keeps two turns that share an index after Hermes
+    compressed the history apart.
+    """
+    if anchor:
+        return (f"a:{anchor}",)
+    return (f"i:{turn_index}",) if turn_index >= 0 else ()
 
 
 def live_event_id(profile: str, session_id: str, turn_id: str) -> str:
@@ -92,6 +116,8 @@ def make_live_event(
     platform: str = "",
     model: str = "",
     when: float | None = None,
+    anchor: str = "",
+    turn_index: int = -1,
 ) -> TurnEvent:
     """Build the event for a turn Hermes just finished."""
     turn = turn_id or _digest(user_message, reply, str(when))[:16]
@@ -107,4 +133,6 @@ def make_live_event(
         source=source,
         platform=platform,
         model=model,
+        anchor=anchor,
+        turn_index=turn_index,
     )

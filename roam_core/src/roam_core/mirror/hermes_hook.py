@@ -32,6 +32,15 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+def _turn_index(history: Any) -> int:
+    """This turn's place among the session's user messages (from 0), or -1 if unknown."""
+    if not isinstance(history, list):
+        return -1
+    users = sum(1 for message in history
+                if isinstance(message, dict) and message.get("role") == "user")
+    return users - 1
+
+
 def on_post_llm_call(**kwargs: Any) -> None:
     """Spool the finished turn for the mirror; never raises, returns in milliseconds."""
     started = time.perf_counter()
@@ -60,13 +69,14 @@ def _spool_turn(kwargs: dict[str, Any]) -> bool:
     from roam_core.mirror.events import make_live_event
     from roam_core.mirror.redact import RedactionUnavailable, redact_event
     from roam_core.mirror.spool import Spool
-    from roam_core.mirror.statedb import profile_home, session_meta
+    from roam_core.mirror.statedb import live_turn_meta, profile_home
 
-    title, source = session_meta(profile_home(home), session_id)
+    user_message = _text(kwargs.get("user_message"))
+    title, source, anchor = live_turn_meta(profile_home(home), session_id, user_message)
     event = make_live_event(
         session_id=session_id,
         turn_id=str(kwargs.get("turn_id") or ""),
-        user_message=_text(kwargs.get("user_message")),
+        user_message=user_message,
         reply=reply,
         profile=home.profile,
         title=title,
@@ -74,6 +84,8 @@ def _spool_turn(kwargs: dict[str, Any]) -> bool:
         platform=str(kwargs.get("platform") or ""),
         model=str(kwargs.get("model") or ""),
         when=time.time(),
+        anchor=anchor,
+        turn_index=_turn_index(kwargs.get("conversation_history")),
     )
     try:
         event = redact_event(event, home.root)

@@ -11,8 +11,8 @@ Files (directory 0700, files 0600):
   replaced atomically; written only by the process holding `sender.lock`.
 
 Compaction replaces events every enabled sink delivered by stubs that keep only what the
-backfill needs to recognise a turn already mirrored, so the spool does not keep turn text
-forever.
+backfill needs to recognise a turn already mirrored (its session and identity: the row
+anchor or index), so the spool does not keep turn text forever.
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ class SpoolEntry:
     session_key: str
     digest: str
     event: TurnEvent | None
+    identities: tuple[str, ...] = ()
 
 
 def _ensure_private_dir(path: Path) -> None:
@@ -207,14 +208,16 @@ class Spool:
                 continue
             if record.get("stub"):
                 entry = SpoolEntry(event_id, str(record.get("session_key", "")),
-                                   str(record.get("digest", "")), None)
+                                   str(record.get("digest", "")), None,
+                                   tuple(str(i) for i in record.get("identities") or ()))
             else:
                 try:
                     event = TurnEvent.from_json(record)
                 except TypeError:
                     log.warning("roam mirror: skipping a malformed spool record")
                     continue
-                entry = SpoolEntry(event_id, event.session_key, event.content_digest, event)
+                entry = SpoolEntry(event_id, event.session_key, event.content_digest, event,
+                                   event.identities)
             previous = order.get(event_id)
             if previous is not None and previous.event is not None and entry.event is not None \
                     and previous.event.redacted and not entry.event.redacted:
@@ -238,9 +241,18 @@ class Spool:
         return [event for event in self.events() if event.event_id not in done]
 
     def known_turns(self) -> Counter[tuple[str, str]]:
-        """How often each (session, redacted content) occurs in the spool, stubs included."""
+        """How often each (session, redacted content) occurs among turns of unknown identity.
+
+        Only turns spooled without an identity (by older versions) are matched on content.
+        """
         return Counter((entry.session_key, entry.digest) for entry in self.entries()
-                       if entry.event is None or entry.event.redacted)
+                       if (entry.event is None or entry.event.redacted)
+                       and not entry.identities)
+
+    def known_identities(self) -> set[tuple[str, str]]:
+        """(session, turn identity) of every turn the spool holds, stubs included."""
+        return {(entry.session_key, identity) for entry in self.entries()
+                for identity in entry.identities}
 
     # -- sender state --------------------------------------------------------------------
 
@@ -273,7 +285,7 @@ class Spool:
                 stubbed += entry.event is not None
                 records.append({"kind": "event", "v": EVENT_VERSION, "stub": True,
                                 "event_id": entry.event_id, "session_key": entry.session_key,
-                                "digest": entry.digest})
+                                "digest": entry.digest, "identities": list(entry.identities)})
             write_atomic(self.events_path, b"".join(
                 json.dumps(r, separators=(",", ":")).encode() + b"\n" for r in records),
                 mode=0o600)
