@@ -59,6 +59,11 @@ def roam(home: Path, *args: str) -> Any:
     return json.loads(out) if "--json" in args else out
 
 
+def device_id(home: Path) -> str:
+    """The device's id: its archive namespace in the store."""
+    return str(json.loads((home / "roam/state.json").read_text())["device_id"])
+
+
 def archive_paths(result: dict[str, Any]) -> list[str]:
     return sorted(p for p in result["added"] if p.startswith("archive/"))
 
@@ -71,8 +76,8 @@ def test_newest_first_under_one_shared_cap(stand_in: Path, homes: Any) -> None:
     roam(desk, "init", "--create-remote")
     pushed = roam(desk, "push", "--json")
     assert archive_paths(pushed) == [
-        "archive/sessions/desk/work/20260102_090000_cccccc.md",
-        "archive/sessions/desk/work/20260103_090000_bbbbbb.md"]
+        f"archive/sessions/{device_id(desk)}/work/20260102_090000_cccccc.md",
+        f"archive/sessions/{device_id(desk)}/work/20260103_090000_bbbbbb.md"]
     assert pushed["session_archive"]["over_cap"] == 1
     assert any("1 older session(s) left out" in note for note in pushed["notes"])
     # Every export stamps a new time into each file; the staged copies stand.
@@ -80,8 +85,10 @@ def test_newest_first_under_one_shared_cap(stand_in: Path, homes: Any) -> None:
     # A newer session pushes the oldest published one out of the namespace.
     sessions(desk, ("20260104_090000_dddddd", "2026-01-04T09:30:00Z", 500))
     third = roam(desk, "push", "--json")
-    assert archive_paths(third) == ["archive/sessions/desk/default/20260104_090000_dddddd.md"]
-    assert third["removed"] == ["archive/sessions/desk/work/20260102_090000_cccccc.md"]
+    assert archive_paths(third) == [
+        f"archive/sessions/{device_id(desk)}/default/20260104_090000_dddddd.md"]
+    assert third["removed"] == [
+        f"archive/sessions/{device_id(desk)}/work/20260102_090000_cccccc.md"]
 
 
 def test_the_child_gets_argv_a_clean_environment_and_no_stdin(
@@ -120,7 +127,8 @@ def test_a_failing_export_keeps_that_profile_and_the_push_goes_on(
     sessions(desk, ("20260101_090000_aaaaaa", "2026-01-01T09:30:00Z", 10),
              ("20260105_090000_eeeeee", "2026-01-05T09:30:00Z", 10))
     pushed = roam(desk, "push", "--json")
-    assert archive_paths(pushed) == ["archive/sessions/desk/default/20260105_090000_eeeeee.md"]
+    assert archive_paths(pushed) == [
+        f"archive/sessions/{device_id(desk)}/default/20260105_090000_eeeeee.md"]
     assert pushed["removed"] == []                               # work's archive kept
     assert any("profile work exited with code 3" in note for note in pushed["notes"])
     text = roam(desk, "push")
@@ -165,18 +173,20 @@ def test_namespaces_of_other_devices_are_never_replaced(stand_in: Path, homes: A
     laptop = homes("laptop", sync_sessions=True)
     (laptop / "roam").mkdir()
     (laptop / "roam/rules.yaml").write_text("shared: [archive/]\n")
-    fake = laptop / "archive/sessions/desk/default/20260101_090000_aaaaaa.md"
+    fake = laptop / f"archive/sessions/{device_id(desk)}/default/20260101_090000_aaaaaa.md"
     fake.parent.mkdir(parents=True)
     fake.write_text("forged\n")
     sessions(laptop, ("20260102_090000_bbbbbb", "2026-01-02T09:30:00Z", 10))
     roam(laptop, "init")
     roam(laptop, "pull", "--apply")
     pushed = roam(laptop, "push", "--json")
-    assert archive_paths(pushed) == ["archive/sessions/laptop/default/20260102_090000_bbbbbb.md"]
+    assert archive_paths(pushed) == [
+        f"archive/sessions/{device_id(laptop)}/default/20260102_090000_bbbbbb.md"]
     assert pushed["removed"] == [] and pushed["changed"] == []
     # The desk's own namespace is intact: nothing for it to pull back or re-push.
     plan = roam(desk, "pull", "--json")
-    assert [(r["device"], r["action"]) for r in plan["session_archive"]] == [("laptop", "added")]
+    assert [(r["name"], r["device"], r["action"]) for r in plan["session_archive"]] == [
+        ("laptop", device_id(laptop), "added")]
     assert plan["removed"] == [] and plan["changed"] == []
 
 
@@ -191,16 +201,18 @@ def test_pull_lands_read_only_copies_and_follows_the_owner(stand_in: Path, homes
         roam(home, "init")
     plan_off = roam(off, "pull", "--apply", "--json")
     assert plan_off["session_archive"] == []
-    assert {"path": "archive/sessions/desk/", "reason": "session archive: sync_sessions is "
+    assert {"path": f"archive/sessions/{device_id(desk)}/", "reason": "session archive: "
+            "sync_sessions is "
             "off on this device"} in plan_off["kept_local_by_rules"]
     assert not (off / "roam/session-archive").exists()
     roam(laptop, "pull", "--apply")
-    copy = laptop / "roam/session-archive/desk/default/20260101_090000_aaaaaa.md"
+    copy = laptop / f"roam/session-archive/{device_id(desk)}/default/20260101_090000_aaaaaa.md"
     assert stat.S_IMODE(copy.stat().st_mode) == 0o444
     assert "x" * 300 in copy.read_text()
     listed = roam(laptop, "sessions", "--json")
     assert [(r["device"], r["profile"], r["session_id"], r["title"]) for r in listed] == [
-        ("desk", "default", "20260101_090000_aaaaaa", "title of 20260101_090000_aaaaaa")]
+        (device_id(desk), "default", "20260101_090000_aaaaaa",
+         "title of 20260101_090000_aaaaaa")]
     # A newer session replaces it in the desk's namespace: the laptop follows.
     sessions(desk, ("20260101_090000_aaaaaa", "2026-01-01T09:30:00Z", 300),
              ("20260109_090000_ffffff", "2026-01-09T09:30:00Z", 300))
@@ -245,3 +257,25 @@ def test_the_slash_form_only_lists(homes: Any, monkeypatch: pytest.MonkeyPatch) 
     text = slash.handle("sessions")
     assert "device=desk" in text and "title=planning" in text
     assert "TRANSCRIPT-BODY" not in text
+
+
+def test_two_devices_with_one_host_name_keep_both_archives(
+        stand_in: Path, homes: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cloned machines share a host name: the second push once removed the first's sessions."""
+    import socket
+
+    monkeypatch.setattr(socket, "gethostname", lambda: "box")
+    first = homes("first", sync_sessions=True, device_name=None)
+    sessions(first, ("20260101_090000_aaaaaa", "2026-01-01T09:30:00Z", 10),
+             ("20260101_100000_cccccc", "2026-01-01T10:30:00Z", 10))
+    roam(first, "init", "--create-remote")
+    roam(first, "push")
+    second = homes("second", sync_sessions=True, device_name=None)
+    sessions(second, ("20260102_090000_bbbbbb", "2026-01-02T09:30:00Z", 10))
+    roam(second, "init")
+    roam(second, "pull", "--apply")
+    pushed = roam(second, "push", "--json")
+    assert pushed["removed"] == []
+    assert len(archive_paths(pushed)) == 1
+    plan = roam(first, "pull", "--json")
+    assert plan["removed"] == [] and len(plan["session_archive"]) == 1

@@ -45,15 +45,16 @@ def _init(args: argparse.Namespace) -> int:
     from roam_core.engine.fleet import init
 
     with operation(args, "init") as session:
-        result = init(session, create_remote=args.create_remote)
+        result = init(session, create_remote=args.create_remote, name=args.name)
     if result.founded:
         print(f"roam: founded a new fleet on {sanitize(result.identity)} as device "
-              f"{sanitize(result.device)} (generation 0)")
+              f"{sanitize(result.device)} (id {result.device_id}, generation 0)")
     elif result.rejoined:
         print(f"roam: already set up on {sanitize(result.identity)} as {sanitize(result.device)}")
     else:
         print(f"roam: joined the fleet on {sanitize(result.identity)} at generation "
-              f"{result.generation} as device {sanitize(result.device)}; run roam pull next")
+              f"{result.generation} as device {sanitize(result.device)} (id "
+              f"{result.device_id}); run roam pull next")
     return 0
 
 
@@ -131,17 +132,40 @@ def _push(args: argparse.Namespace) -> int:
 
 def _devices(args: argparse.Namespace) -> int:
     from roam_core.engine.remote import require_remote
+    from roam_core.engine.roster import name_of
 
     with operation(args, "status", lock=False) as session:
-        view = require_remote(session, session.require_state())
-    rows = [{"device": name, **info} for name, info in sorted(view.snapshot.roster.items())]
+        state = session.require_state()
+        view = require_remote(session, state)
+    roster = view.snapshot.roster
+    rows = sorted(({**info, "device": name_of(roster, device_id), "id": device_id,
+                    "this": device_id == state.id} for device_id, info in roster.items()),
+                  key=lambda row: (row["device"], row["id"]))
     if args.json:
         emit_json(rows)
         return 0
-    table(("Device", "Last push", "Last pull", "roam", "Hermes", "Seen"),
-          [(r["device"], _dash(r.get("last_push")), _dash(r.get("last_pull")),
-            _dash(r.get("roam_version")), _dash(r.get("hermes_version")), _dash(r.get("time")))
-           for r in rows])
+    table(("Device", "Id", "Last push", "Last pull", "roam", "Hermes", "Seen"),
+          [(r["device"] + (" (this device)" if r["this"] else ""), r["id"],
+            _dash(r.get("last_push")), _dash(r.get("last_pull")), _dash(r.get("roam_version")),
+            _dash(r.get("hermes_version")), _dash(r.get("time"))) for r in rows])
+    return 0
+
+
+def _rename(args: argparse.Namespace) -> int:
+    from roam_core.engine.devices import rename
+
+    with operation(args, "push") as session:
+        old, new = rename(session, args.new_name)
+    print(f"roam: this device is now named {sanitize(new)} (was {sanitize(old)})")
+    return 0
+
+
+def _forget(args: argparse.Namespace) -> int:
+    from roam_core.engine.devices import forget
+
+    with operation(args, "push") as session:
+        name = forget(session, args.device)
+    print(f"roam: forgot device {sanitize(name)}; what it published stays in the store")
     return 0
 
 
@@ -174,6 +198,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("init", help="found a fleet or join one on this device")
     parser.add_argument("--create-remote", action="store_true",
                         help="create the bucket, branch or folder if it does not exist")
+    parser.add_argument("--name", metavar="NAME",
+                        help="this device's name in the fleet (default: the device_name "
+                        "setting, else the host name)")
     parser.set_defaults(func=_init)
 
     parser = subparsers.add_parser("status", help="local and remote generation, changes")
@@ -187,9 +214,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=_push)
 
-    parser = subparsers.add_parser("devices", help="the fleet's devices")
+    parser = subparsers.add_parser("devices", help="the fleet's devices; rename or forget one")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=_devices)
+    verbs = parser.add_subparsers(dest="verb", metavar="list|rename|forget")
+    listing = verbs.add_parser("list", help="the fleet's devices (name, id, versions)")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    listing.set_defaults(func=_devices)
+    renaming = verbs.add_parser("rename", help="give this device a new name (unique in the "
+                                "fleet)")
+    renaming.add_argument("new_name", metavar="NEW_NAME")
+    renaming.set_defaults(func=_rename)
+    forgetting = verbs.add_parser("forget", help="drop another device from the roster (by "
+                                  "name or id); what it published stays")
+    forgetting.add_argument("device", metavar="DEVICE")
+    forgetting.set_defaults(func=_forget)
 
     parser = subparsers.add_parser("history", help="every generation, or one path's versions")
     parser.add_argument("path", nargs="?", help="a path relative to the home")

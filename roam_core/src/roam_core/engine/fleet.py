@@ -6,6 +6,7 @@ import secrets as random_tokens
 from dataclasses import dataclass
 
 from roam_core import __version__
+from roam_core.engine import roster as roster_module
 from roam_core.engine.check import lost_head_error
 from roam_core.engine.push import now_iso
 from roam_core.engine.remote import refuse_rollback
@@ -22,10 +23,16 @@ class InitResult:
     identity: str
     device: str
     rejoined: bool = False
+    device_id: str = ""
 
 
-def init(session: Session, *, create_remote: bool = False) -> InitResult:
-    """Found the fleet (generation 0) on an empty store, or join the existing one."""
+def init(session: Session, *, create_remote: bool = False, name: str | None = None) -> InitResult:
+    """Found the fleet (generation 0) on an empty store, or join the existing one.
+
+    The device gets a random id; its name (`name`, else the device_name setting, else the
+    host name) must be free in the roster: a taken name given explicitly is refused, a taken
+    host name gets a short suffix.
+    """
     keys = session.keys  # a malformed key fails here, before any network call
     del keys
     backend = session.backend
@@ -36,37 +43,45 @@ def init(session: Session, *, create_remote: bool = False) -> InitResult:
     previous = session.state()
     head = session.repo.read_head()  # a key that cannot open HEAD is refused here
     founded = False
+    device_id = roster_module.new_device_id()
+    explicit = bool(name or session.settings.get("device_name"))
+    wanted = name or session.default_name
     if head is None:
         refused = lost_head_error(session)
         if refused is not None:
             raise refused
-        head = _found(session)
+        device = roster_module.choose_name({}, device_id, wanted, explicit=explicit)
+        head = _found(session, device_id, device)
         founded = True
     else:
         # joining below a floor this device holds for this store would install a replay
         refuse_rollback(session, head, previous)
-    if previous is not None and previous.store == head.store and previous.identity == identity:
-        raise_floor(session.state_dir, head.store, identity, previous.generation or 0)
-        return InitResult(False, head.generation, identity, previous.device, rejoined=True)
-    state = LocalState(device=session.device, store=head.store, identity=identity)
+        if previous is not None and previous.store == head.store \
+                and previous.identity == identity:
+            raise_floor(session.state_dir, head.store, identity, previous.generation or 0)
+            return InitResult(False, head.generation, identity, previous.device, rejoined=True)
+        roster = session.repo.load_snapshot(head.snapshot).roster
+        device = roster_module.choose_name(roster, device_id, wanted, explicit=explicit)
+    state = LocalState(device=device, store=head.store, identity=identity, device_id=device_id)
     if founded:
         state.generation = head.generation
         state.snapshot = head.snapshot
     save_state(session.state_dir, state)
     raise_floor(session.state_dir, head.store, identity, head.generation if founded else 0)
-    return InitResult(founded, head.generation, identity, state.device)
+    return InitResult(founded, head.generation, identity, state.device, device_id=device_id)
 
 
-def _found(session: Session) -> Head:
+def _found(session: Session, device_id: str, device: str) -> Head:
     repo = session.repo
     root = repo.write_manifest({})
     created = now_iso()
-    roster = {session.device: {"last_push": 0, "last_pull": None, "roam_version": __version__,
-                               "hermes_version": hermes_version(), "time": created}}
-    snapshot = Snapshot(0, None, session.device, created, root, __version__, hermes_version(),
-                        roster)
+    roster = {device_id: {"name": device, "last_push": 0, "last_pull": None,
+                          "roam_version": __version__, "hermes_version": hermes_version(),
+                          "time": created}}
+    snapshot = Snapshot(0, None, device, created, root, __version__, hermes_version(),
+                        roster, device_id=device_id)
     snapshot_id = repo.write_snapshot(snapshot)
-    head = Head(0, snapshot_id, random_tokens.token_hex(16), session.device, created)
+    head = Head(0, snapshot_id, random_tokens.token_hex(16), device, created)
     try:
         version = repo.write_head(head, None)
     except RefConflict:

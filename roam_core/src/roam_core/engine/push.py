@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from roam_core import __version__
 from roam_core.engine import inventory
 from roam_core.engine import remote as remote_module
+from roam_core.engine import roster as roster_module
 from roam_core.engine.journal import kill_point
 from roam_core.engine.progress import ProgressSink
 from roam_core.engine.scan import (
@@ -226,16 +227,15 @@ def _publish(session: Session, state: LocalState, view: remote_module.RemoteView
     root = repo.write_manifest(manifest, base, base_folders)
     kill_point("push:trees")
     generation = view.head.generation + 1
-    roster = {name: dict(info) for name, info in view.snapshot.roster.items()}
-    roster[session.device] = {"last_push": generation, "last_pull": state.last_pull,
-                              "roam_version": __version__, "hermes_version": hermes_version(),
-                              "time": now_iso()}
-    snapshot = Snapshot(generation, view.head.snapshot, session.device, now_iso(), root,
+    roster = roster_module.with_row(view.snapshot.roster, state.id, state.device, {
+        "last_push": generation, "last_pull": state.last_pull, "roam_version": __version__,
+        "hermes_version": hermes_version(), "time": now_iso()})
+    snapshot = Snapshot(generation, view.head.snapshot, state.device, now_iso(), root,
                         __version__, hermes_version(), roster, len(manifest),
-                        sum(entry.size for entry in manifest.values()))
+                        sum(entry.size for entry in manifest.values()), device_id=state.id)
     snapshot_id = repo.write_snapshot(snapshot)
     kill_point("push:snapshot")
-    head = Head(generation, snapshot_id, view.head.store, session.device, snapshot.created)
+    head = Head(generation, snapshot_id, view.head.store, state.device, snapshot.created)
     try:
         repo.write_head(head, view.head.version)
     except RefConflict:

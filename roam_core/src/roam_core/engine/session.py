@@ -54,8 +54,21 @@ class Session:
 
     @property
     def device(self) -> str:
+        """This device's name: chosen at init, changed by `roam devices rename`."""
+        state = self.state()
+        return state.device if state is not None else self.default_name
+
+    @property
+    def default_name(self) -> str:
+        """The name `roam init` proposes: the device_name setting, else the host name."""
         name = self.settings.get("device_name") or socket.gethostname() or "device"
         return str(name)
+
+    @property
+    def device_id(self) -> str:
+        """This device's id (empty before `roam init`)."""
+        state = self.state()
+        return state.id if state is not None else ""
 
     @property
     def max_file_size(self) -> int:

@@ -40,6 +40,13 @@ class LocalState:
     unseen: list[str] = field(default_factory=list)
     #: the stamp of the install that wrote this state: a journal naming it is complete
     install: str | None = None
+    #: this device's random id (chosen at init); `device` is only its name
+    device_id: str | None = None
+
+    @property
+    def id(self) -> str:
+        """The device id; a state written before ids keeps its name as its id."""
+        return self.device_id or self.device
 
     def base_manifest(self) -> Manifest:
         return {path: FileEntry.from_json(path, data, "state.json")

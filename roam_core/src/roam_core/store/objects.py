@@ -90,12 +90,17 @@ class Snapshot:
     roster: dict[str, dict[str, Any]] = field(default_factory=dict)
     files: int = 0
     bytes: int = 0
+    #: the pushing device's id; `device` is its name (snapshots before ids have no id)
+    device_id: str | None = None
 
     def as_json(self) -> dict[str, Any]:
-        return {"v": 1, "generation": self.generation, "parent": self.parent,
-                "device": self.device, "created": self.created, "root": self.root,
-                "roam_version": self.roam_version, "hermes_version": self.hermes_version,
-                "roster": self.roster, "files": self.files, "bytes": self.bytes}
+        found = {"v": 1, "generation": self.generation, "parent": self.parent,
+                 "device": self.device, "created": self.created, "root": self.root,
+                 "roam_version": self.roam_version, "hermes_version": self.hermes_version,
+                 "roster": self.roster, "files": self.files, "bytes": self.bytes}
+        if self.device_id is not None:
+            found["device_id"] = self.device_id
+        return found
 
     @classmethod
     def from_json(cls, data: dict[str, Any], what: str) -> Snapshot:
@@ -106,6 +111,7 @@ class Snapshot:
             return cls(int(data["generation"]), data.get("parent"), str(data["device"]),
                        str(data["created"]), str(data["root"]), str(data["roam_version"]),
                        data.get("hermes_version"), {str(k): dict(v) for k, v in roster.items()},
-                       int(data.get("files", 0)), int(data.get("bytes", 0)))
+                       int(data.get("files", 0)), int(data.get("bytes", 0)),
+                       None if data.get("device_id") is None else str(data["device_id"]))
         except (KeyError, TypeError, ValueError, OverflowError):  # OverflowError: int(inf)
             raise IntegrityError(f"integrity error: {what} is malformed") from None

@@ -11,6 +11,7 @@ import os
 import stat as stat_module
 from typing import TYPE_CHECKING, Any
 
+from roam_core.engine import roster as roster_module
 from roam_core.engine.journal import Op, sha256_file
 from roam_core.engine.scan import stat_signature
 from roam_core.store.manifest import FileEntry
@@ -26,7 +27,7 @@ def plan_archive(planner: Planner, rel: str, r: FileEntry | None, b: FileEntry |
     """Land another device's transcript read-only under roam/session-archive/ (or remove it)."""
     parsed = archive.parse(rel)
     session = planner.session
-    if parsed is None or parsed.device == session.device:
+    if parsed is None or parsed.device == session.device_id:
         return  # this device's own archive is never pulled back; a malformed path never lands
     if session.settings.get("sync_sessions") is not True:
         if r is not None and not r.same_content(b):
@@ -42,7 +43,8 @@ def plan_archive(planner: Planner, rel: str, r: FileEntry | None, b: FileEntry |
             {"path": parsed.local_rel, "reason": "not a regular file; the archive copy was not "
              "landed"})
         return
-    row = {"device": parsed.device, "profile": parsed.profile, "session_id": parsed.session_id}
+    row = {"device": parsed.device, "profile": parsed.profile, "session_id": parsed.session_id,
+           "name": roster_module.name_of(planner.view.snapshot.roster, parsed.device)}
     if r is not None:
         if st is not None and r.same_content(b) and st.st_size == r.size:
             return  # landed before and the remote did not change it
@@ -113,7 +115,7 @@ def iter_tier_lines(plan: Any) -> list[str]:
     lines: list[str] = []
     groups: dict[tuple[str, str, str], int] = {}
     for row in plan.archives:
-        key = (row["device"], row["profile"], row["action"])
+        key = (str(row.get("name") or row["device"]), row["profile"], row["action"])
         groups[key] = groups.get(key, 0) + 1
     for (device, profile, action), count in sorted(groups.items()):
         lines.append(f"session archive {action}: {count} transcript(s) from {device}/{profile} "

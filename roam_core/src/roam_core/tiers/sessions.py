@@ -5,7 +5,7 @@ not exclude), Hermes's own `hermes sessions export --format md --redact` writes 
 transcript per ended session (a bulk export needs a filter, and filter selection takes only
 ended sessions; `--min-messages 1` also leaves out empty ones). The newest transcripts across
 all profiles fill one shared cap, `sessions_max_mb`. They are staged under
-`roam/cache/session-archive/` and published as `archive/sessions/<device>/<profile>/`.
+`roam/cache/session-archive/` and published as `archive/sessions/<device id>/<profile>/`.
 
 An export stamps its time into the file; a re-export whose only difference is that stamp
 keeps the staged copy, so an unchanged session is never uploaded twice. A profile whose export
@@ -103,12 +103,13 @@ def homes(root: Path, scope: Any) -> list[tuple[str, Path]]:
 def stage(session: Any) -> ArchiveStage:
     """Export and select this device's archive for a push (inactive when the tier is off)."""
     settings = session.settings
-    result = ArchiveStage(device=session.device)
+    # the namespace is the device id: names are labels and may repeat over time
+    result = ArchiveStage(device=session.device_id)
     if settings.get("sync_sessions") is not True:
         return result
-    if not archive.safe_name(session.device):
-        result.notes.append(f"session archive: device name {session.device!r} cannot name an "
-                            "archive folder; set device_name (letters, digits, . _ -)")
+    if not archive.safe_name(result.device):
+        result.notes.append(f"session archive: device id {result.device!r} cannot name an "
+                            "archive folder; rename this device (letters, digits, . _ -)")
         return result
     hermes = find_hermes()
     if hermes is None:
