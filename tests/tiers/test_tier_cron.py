@@ -51,7 +51,7 @@ def test_the_projection_carries_definitions_only() -> None:
     assert [j["id"] for j in data["jobs"]] == ["a1", "b2"]          # sorted by id
     for key in RUN_STATE:
         assert f'"{key}"' not in text.decode(), key
-    assert data["jobs"][0]["repeat"] == {"times": None}
+    assert "repeat" not in data["jobs"][0]          # times null is Hermes's default: forever
     assert data["jobs"][0]["prompt"] == "say hello"
     assert data["jobs"][0]["schedule"]["minutes"] == 120
 
@@ -95,7 +95,7 @@ def test_a_new_job_lands_paused_in_the_019_representation() -> None:
     assert landed["enabled"] is False and landed["state"] == "paused"
     assert landed["paused_at"] == "T" and "hermes cron resume 781cfb9303a5" in \
         landed["paused_reason"]
-    assert landed["repeat"] == {"times": None, "completed": 0}
+    assert "repeat" not in landed                   # forever: Hermes's default, never added
     assert landed["next_run_at"] is None and landed["last_run_at"] is None
     assert landed["prompt"] == "say hello" and "provider_snapshot" not in landed
     assert merged.landed == [cron.Landed("781cfb9303a5", "hello-job", "new")]
@@ -174,3 +174,20 @@ def test_paths_profiles_and_resume_commands() -> None:
     assert cron.profile_of("profiles/work/cron/jobs.json") == "work"
     assert cron.resume_command("default", "abc") == "hermes cron resume abc"
     assert cron.resume_command("work", "abc") == "hermes -p work cron resume abc"
+
+
+def test_a_received_job_projects_back_byte_for_byte() -> None:
+    """Missing fields mean Hermes's defaults: a receiver never adds them (issue 25, item 3)."""
+    sparse = {"id": "0a0a0a0a0a0a", "name": "sparse", "prompt": "p",
+              "schedule": {"kind": "interval", "minutes": 5, "display": "every 5m"}}
+    origin = json.dumps({"jobs": [sparse]}).encode()
+    sent = cron.projection(origin)
+    landed = cron.merge_jobs(None, sent, split=False, source="desk")
+    assert cron.projection(landed.data or b"") == sent
+    # a Hermes 0.19 record spelling every default out is the same definition
+    spelled = job("0a0a0a0a0a0a", name="sparse", prompt="p",
+                  schedule=sparse["schedule"], schedule_display=None, deliver=None,
+                  created_at=None)
+    assert cron.definition(spelled) == cron.definition(sparse)
+    # a real value is never dropped
+    assert cron.definition(job(repeat={"times": 3, "completed": 1}))["repeat"] == {"times": 3}

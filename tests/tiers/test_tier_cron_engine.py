@@ -179,3 +179,24 @@ def test_a_job_deleted_on_one_device_is_deleted_on_the_others(homes: Any) -> Non
     roam(desk, "pull", "--apply")
     jobs = json.loads((desk / "cron/jobs.json").read_text())["jobs"]
     assert [entry["id"] for entry in jobs] == ["bbbbbbbbbbbb"]
+
+
+def test_a_job_through_three_devices_and_back_is_no_change_at_its_origin(homes: Any) -> None:
+    """A job without `repeat` once came back from the receivers as changed, landing paused."""
+    desk, laptop, tower = homes("desk"), homes("laptop"), homes("tower")
+    sparse = {"id": "0a0a0a0a0a0a", "name": "sparse", "prompt": "say hi",
+              "schedule": {"kind": "interval", "minutes": 5, "display": "every 5m"},
+              "enabled": True, "state": "scheduled"}
+    write_jobs(desk, sparse)
+    (desk / "cron/jobs.json").chmod(0o600)  # as Hermes keeps it (and as a pull lands it)
+    roam(desk, "init", "--create-remote")
+    roam(desk, "push")
+    for home in (laptop, tower):
+        roam(home, "init")
+        roam(home, "pull", "--apply")
+        (home / "SOUL.md").write_text(f"{home.parent.name}\n")
+        pushed = roam(home, "push", "--json")
+        assert "cron/jobs.json" not in pushed["changed"] + pushed["added"]
+    plan = roam(desk, "pull", "--apply", "--json")
+    assert plan["cron_paused"] == []
+    assert json.loads((desk / "cron/jobs.json").read_text())["jobs"][0]["enabled"] is True

@@ -6,6 +6,9 @@ markers, `next_run_at`, `last_*`, `repeat.completed` and whatever else a schedul
 (0.19 keeps those in jobs.json; newer Hermes moves them to `cron/runtime.db`). An allowlist,
 so a scheduler field added by a later Hermes cannot leak. The file travels as its projection:
 canonical JSON of the definitions, sorted by id, so a job firing here is not a change.
+Both sides normalise a definition the same way: a field holding its Hermes default (None, an
+empty skill list, `no_agent: false`, `repeat.times: null`) is the same as a missing one and is
+left out, so a job received and pushed back unchanged is byte for byte what its origin sent.
 
 A pull merges job by job (`merge_jobs`): a job new to this home, or whose definition changed,
 lands PAUSED in Hermes's own representation and waits for `hermes cron resume <id>`; a job
@@ -87,11 +90,17 @@ def parse_jobs(data: bytes, what: str) -> tuple[dict[str, Any], list[dict[str, A
     return document, jobs
 
 
+#: Values Hermes reads the same as a missing field: a definition never carries them.
+_DEFAULTS: dict[str, Any] = {"skills": [], "no_agent": False}
+
+
 def definition(job: dict[str, Any]) -> dict[str, Any]:
-    """The authored part of one job record."""
-    found = {key: value for key, value in job.items() if key in DEFINITION_FIELDS}
+    """The authored part of one job record, without fields that hold their Hermes default."""
+    found = {key: value for key, value in job.items()
+             if key in DEFINITION_FIELDS and value is not None
+             and not (key in _DEFAULTS and value == _DEFAULTS[key])}
     repeat = job.get("repeat")
-    if isinstance(repeat, dict):
+    if isinstance(repeat, dict) and repeat.get("times") is not None:
         found["repeat"] = {"times": repeat.get("times")}
     return found
 
@@ -141,7 +150,8 @@ def _pause(job: dict[str, Any], when: str, reason: str) -> None:
 
 def _new_job(spec: dict[str, Any], split: bool) -> dict[str, Any]:
     job = dict(spec)
-    job["repeat"] = {"times": (spec.get("repeat") or {}).get("times"), "completed": 0}
+    if "repeat" in spec:  # a missing repeat is Hermes's "forever": never added here
+        job["repeat"] = {"times": spec["repeat"].get("times"), "completed": 0}
     if not split:
         job.update(LEGACY_RUN_STATE)
     return job
@@ -151,10 +161,10 @@ def _changed_job(local: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
     job = {key: value for key, value in local.items()
            if key not in DEFINITION_FIELDS or key in spec}
     job.update({key: value for key, value in spec.items() if key != "repeat"})
-    if "repeat" in spec:
-        kept = local.get("repeat")
+    kept = local.get("repeat")
+    if "repeat" in spec or isinstance(kept, dict):  # no repeat in the spec: forever
         job["repeat"] = {**(kept if isinstance(kept, dict) else {}),
-                         "times": spec["repeat"].get("times")}
+                         "times": (spec.get("repeat") or {}).get("times")}
     return job
 
 
