@@ -28,10 +28,13 @@ DOCS = Path(__file__).resolve().parent
 CORE_SETTINGS = {
     "backend": "where the encrypted store lives: `local`, `s3`, `git` (see `roam backends "
                "list`)",
-    "device_name": "this machine's name in the fleet; empty means the host name",
+    "device_name": "the name `roam init` gives this machine (unique in the fleet); empty "
+                   "means the host name; later, `roam devices rename`",
     "backup_keep": "how many `roam/backups/<time>/` folders of replaced files to keep",
     "allow_agent_apply": "let the agent's `roam_pull` tool install a pull (otherwise it only "
                          "shows the plan)",
+    "allow_newer_hermes": "let `roam pull --apply` install a generation pushed from a newer "
+                          "Hermes major/minor than this device runs (refused by default)",
     "auto_push": "inside Hermes, push after turns (debounced); set by `roam auto on|off`",
     "auto_pull_shared": "inside Hermes, pull skills/, memories/ and SOUL.md when a session "
                         "starts; set by `roam auto on|off`",

@@ -137,3 +137,26 @@ def test_skill_folders_with_glob_characters(tmp_path: Path,
     model = scope_of(tmp_path)
     assert model.classify("skills/c/s[1]*/SKILL.md") is Scope.LOCAL
     assert model.classify("skills/c/s1x/SKILL.md") is Scope.SHARED
+
+
+def test_a_seeded_category_description_stays_local_and_an_edited_one_syncs(
+        tmp_path: Path, scope_of: Callable[..., ScopeModel],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hermes copies `<category>/DESCRIPTION.md` from its bundled skills (issue 25, item 4)."""
+    shipped = tmp_path / "hermes-bundled"
+    write(shipped, "devops/DESCRIPTION.md", "DevOps skills.\n")
+    write(shipped, "notes/DESCRIPTION.md", "Note-taking skills.\n")
+    monkeypatch.setenv("HERMES_BUNDLED_SKILLS", str(shipped))
+    home = tmp_path / "home"
+    pristine = bundle(home, "devops/deploy", "deploy")
+    record(home, {"deploy": reference_hash(pristine)})
+    write(home, "skills/devops/DESCRIPTION.md", "DevOps skills.\n")              # as seeded
+    write(home, "skills/notes/DESCRIPTION.md", "My notes, my way.\n")            # edited
+    write(home, "skills/mine/DESCRIPTION.md", "A category of my own.\n")        # the user's
+    write(home, "profiles/work/skills/devops/DESCRIPTION.md", "DevOps skills.\n")
+    model = scope_of(home)
+    scope, reason = model.explain("skills/devops/DESCRIPTION.md")
+    assert scope is Scope.LOCAL and "seeded" in reason
+    assert model.classify("profiles/work/skills/devops/DESCRIPTION.md") is Scope.LOCAL
+    assert model.classify("skills/notes/DESCRIPTION.md") is Scope.SHARED
+    assert model.classify("skills/mine/DESCRIPTION.md") is Scope.SHARED

@@ -20,6 +20,7 @@ DEFAULTS: dict[str, Any] = {
     "device_name": None,
     "backup_keep": 5,
     "allow_agent_apply": False,
+    "allow_newer_hermes": False,
     "auto_push": False,
     "auto_pull_shared": False,
     "push_debounce_seconds": 300,

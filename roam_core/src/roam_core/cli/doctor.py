@@ -10,8 +10,12 @@ from pathlib import Path
 from roam_core.cli.common import operation
 from roam_core.cli.output import emit_json, sanitize
 from roam_core.engine.session import Session
+from roam_core.engine.state import LocalState
 from roam_core.errors import RoamError
 from roam_core.storage import DoctorCheck
+
+#: A passing row's detail starts with this when it carries a caveat (printed `warn`).
+WARN = "warning: "
 
 
 def _writable(path: Path) -> DoctorCheck:
@@ -27,8 +31,33 @@ def _writable(path: Path) -> DoctorCheck:
 def _run_check(name: str, func: Callable[[], str]) -> DoctorCheck:
     try:
         return (name, True, func())
+    except CheckWarning as warning:
+        return (name, True, f"{WARN}{warning}")
     except (RoamError, OSError) as error:
         return (name, False, str(error))
+
+
+class CheckWarning(RoamError):
+    """A check that passed with a caveat: printed as `warn`, not a failure."""
+
+
+def _hermes(session: Session, state: LocalState | None) -> str:
+    """This device's Hermes against the newest one in the fleet (warns when it is behind)."""
+    from roam_core.engine import hermes_guard
+    from roam_core.engine.remote import load_remote
+    from roam_core.engine.session import hermes_version
+
+    here = hermes_version()
+    view = load_remote(session, state)
+    found = None if view is None else hermes_guard.newest(view.snapshot)
+    if found is None:
+        return f"{here or 'not installed'} here; no Hermes version recorded in the fleet"
+    version, device = found
+    detail = f"{here or 'not installed'} here; newest Hermes in the fleet {version} ({device})"
+    if hermes_guard.newer_minor(version, here):
+        raise CheckWarning(f"{detail}: pulls of its generations are refused; upgrade Hermes here "
+                       f"({hermes_guard.UPGRADE})")
+    return detail
 
 
 def checks(session: Session) -> list[DoctorCheck]:
@@ -64,6 +93,7 @@ def checks(session: Session) -> list[DoctorCheck]:
 
         if rows[0][1]:
             rows.append(_run_check("HEAD", head))
+            rows.append(_run_check("Hermes version", lambda: _hermes(session, state)))
     limit = session.max_file_size
 
     def sizes() -> str:
@@ -83,10 +113,12 @@ def _doctor(args: argparse.Namespace) -> int:
         rows = checks(session)
     failed = [row for row in rows if not row[1]]
     if args.json:
-        emit_json([{"check": n, "ok": ok, "detail": d} for n, ok, d in rows])
+        emit_json([{"check": n, "ok": ok, "warning": d.startswith(WARN),
+                    "detail": d.removeprefix(WARN)} for n, ok, d in rows])
     else:
         for name, ok, detail in rows:
-            print(f"{'ok  ' if ok else 'FAIL'}  {sanitize(name)}: {sanitize(detail)}")
+            mark = "warn" if detail.startswith(WARN) else "ok  " if ok else "FAIL"
+            print(f"{mark}  {sanitize(name)}: {sanitize(detail.removeprefix(WARN))}")
     return 1 if failed else 0
 
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from roam_core.engine import hermes_guard
 from roam_core.engine import remote as remote_module
 from roam_core.engine.journal import Install, prune_backups
 from roam_core.engine.plan import Plan, Planner
 from roam_core.engine.progress import ProgressSink
-from roam_core.engine.session import Session
+from roam_core.engine.session import Session, hermes_version
 from roam_core.engine.state import raise_floor, save_state
 from roam_core.settings import number
 
@@ -45,6 +46,7 @@ def pull(session: Session, *, apply: bool = False, overwrite_conflicts: bool = F
         return result
     if not apply:
         return result
+    hermes_guard.check_pull(view.snapshot, hermes_version(), session.settings)
     new_state = plan.new_state
     assert new_state is not None
     keep_seen = keep_seen or cron_only

@@ -106,7 +106,8 @@ def rule_sets(home: Path) -> list[ScopeRuleSet]:
     return [
         ScopeRuleSet(PROVIDER, hermes_rules(), summary="what a Hermes home shares (allowlist)"),
         ScopeRuleSet(SKILLS_PROVIDER, skill_rules(home),
-                     summary="bundled and hub skills stay local"),
+                     summary="bundled and hub skills and seeded category "
+                     "descriptions stay local"),
     ]
 
 

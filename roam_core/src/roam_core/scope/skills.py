@@ -7,12 +7,19 @@ hash replicates Hermes's `_dir_hash` (tools/skills_sync.py) without importing He
 every file of the tree in `sorted(rglob("*"))` order, feeding the relative POSIX path and then
 the file's bytes, with no separator.
 
+Seeded category descriptions: Hermes copies each `<category>/DESCRIPTION.md` of its bundled
+skills into `skills/` (when missing). One whose bytes still equal the file this device's Hermes
+ships (found the way Hermes finds its bundled skills: `HERMES_BUNDLED_SKILLS`, else the
+installed hermes-agent's data files) stays local like the skills it describes; an edited one,
+or one for a category Hermes does not ship, is the user's and syncs.
+
 Hub skills: `skills/.hub/lock.json` records each installed skill's `install_path` (relative to
 `skills/`); those trees stay local and the other device installs them from the hub.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -25,6 +32,8 @@ from roam_core.scope.patterns import escape
 log = logging.getLogger(__name__)
 
 MANIFEST = ".bundled_manifest"
+DESCRIPTION = "DESCRIPTION.md"
+BUNDLED_ENV = "HERMES_BUNDLED_SKILLS"
 HUB_LOCK = (".hub", "lock.json")
 #: How deep below `skills/` a SKILL.md may sit (Hermes uses `<category>/<skill>/SKILL.md`).
 MAX_SKILL_DEPTH = 4
@@ -37,7 +46,7 @@ class PinnedSkill:
 
     rel: str
     name: str
-    kind: str  # "bundled" or "hub"
+    kind: str  # "bundled", "hub" or "seeded"
 
     @property
     def pattern(self) -> str:
@@ -47,6 +56,9 @@ class PinnedSkill:
     def reason(self) -> str:
         if self.kind == "bundled":
             return f"bundled skill {self.name!r} is unmodified (each device's Hermes provides it)"
+        if self.kind == "seeded":
+            return (f"category description {self.name!r} is as Hermes seeded it (each device's "
+                    "Hermes provides it)")
         return f"hub skill {self.name!r} (each device installs it from the hub)"
 
 
@@ -142,6 +154,57 @@ def bundled_skills(home: Path, prefix: str = "") -> list[PinnedSkill]:
     return pinned
 
 
+@functools.lru_cache(maxsize=4)
+def shipped_descriptions(override: str) -> dict[str, str]:
+    """`<category path> -> sha256` of the DESCRIPTION.md files this device's Hermes ships."""
+    found: dict[str, str] = {}
+    if override:
+        root = Path(override)
+        paths = [(p.relative_to(root).parent.as_posix(), p) for p in root.rglob(DESCRIPTION)]
+    else:
+        paths = _packaged_descriptions()
+    for category, path in paths:
+        try:
+            found[category] = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError:
+            continue
+    return found
+
+
+def _packaged_descriptions() -> list[tuple[str, Path]]:
+    """The installed hermes-agent's `skills/**/DESCRIPTION.md` data files (metadata only)."""
+    import importlib.metadata
+
+    try:
+        files = importlib.metadata.distribution("hermes-agent").files or []
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    found: list[tuple[str, Path]] = []
+    for item in files:
+        parts = PurePosixPath(str(item)).parts
+        if parts[-1:] != (DESCRIPTION,) or "skills" not in parts[:-1]:
+            continue
+        inner = parts[len(parts) - 1 - parts[::-1].index("skills"):-1]
+        found.append(("/".join(inner), Path(str(item.locate()))))
+    return found
+
+
+def seeded_descriptions(home: Path, prefix: str = "") -> list[PinnedSkill]:
+    """The category DESCRIPTION.md files of one home that are exactly as Hermes ships them."""
+    shipped = shipped_descriptions(os.environ.get(BUNDLED_ENV, "").strip())
+    pinned: list[PinnedSkill] = []
+    for category, digest in sorted(shipped.items()):
+        path = home / "skills" / category / DESCRIPTION
+        try:
+            if path.is_symlink() or hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+                continue
+        except OSError:
+            continue
+        pinned.append(PinnedSkill(f"{prefix}skills/{category}/{DESCRIPTION}", category,
+                                  "seeded"))
+    return pinned
+
+
 def hub_skills(home: Path, prefix: str = "") -> list[PinnedSkill]:
     """The hub-installed skill trees recorded in `skills/.hub/lock.json`."""
     lock = home / "skills" / HUB_LOCK[0] / HUB_LOCK[1]
@@ -186,5 +249,6 @@ def pinned_skills(root: Path) -> list[PinnedSkill]:
         if not (home / "skills").is_dir() or (home / "skills").is_symlink():
             continue
         pinned.extend(bundled_skills(home, prefix))
+        pinned.extend(seeded_descriptions(home, prefix))
         pinned.extend(hub_skills(home, prefix))
     return pinned
