@@ -51,7 +51,7 @@ def test_a_pull_from_a_newer_hermes_minor_is_refused(make_device: Callable[..., 
         assert refused.code == 1
         line = refused.err.strip()
         assert len(line.splitlines()) == 1 and "Traceback" not in line
-        assert "0.21.2" in line and "0.19.0" in line and "pip install --upgrade hermes-agent" \
+        assert "0.21.2" in line and "0.19.0" in line and "hermes update" \
             in line and "allow_newer_hermes" in line
         assert not laptop.exists("SOUL.md")
         doctor = laptop.roam("doctor")

@@ -70,7 +70,7 @@ def _publish(session: Session, state: LocalState, view: remote_module.RemoteView
         session.repo.write_head(head, view.head.version)
     except RefConflict:
         raise ConflictError("the remote head moved ahead — run roam pull first") from None
-    raise_floor(session.state_dir, session.backend.identity(), generation)
+    raise_floor(session.state_dir, head.store, session.backend.identity(), generation)
     state.generation = generation
     state.snapshot = snapshot_id
     save_state(session.state_dir, state)

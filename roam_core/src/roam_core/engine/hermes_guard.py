@@ -15,7 +15,8 @@ from typing import Any
 from roam_core.errors import UserError
 from roam_core.store.objects import Snapshot
 
-UPGRADE = "pip install --upgrade hermes-agent"
+#: Hermes's own updater (`hermes update`), what Hermes itself recommends by default
+UPGRADE = "hermes update"
 _VERSION = re.compile(r"^\s*v?(\d+)\.(\d+)(?:\.(\d+))?")
 
 

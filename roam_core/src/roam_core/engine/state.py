@@ -61,7 +61,7 @@ _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "device": (str,), "store": (str,), "identity": (str,), "generation": (int, type(None)),
     "snapshot": (str, type(None)), "base": (dict,), "projections": (dict,),
     "conflicts": (dict,), "last_push": (int, type(None)), "last_pull": (int, type(None)),
-    "unseen": (list,), "install": (str, type(None)),
+    "unseen": (list,), "install": (str, type(None)), "device_id": (str, type(None)),
 }
 RECOVERY_DOC = "docs/troubleshooting.md"
 
