@@ -71,6 +71,9 @@ SECRETS = {
 #: Environment variables that are not secrets.
 ENVIRONMENT = {
     "HERMES_HOME": "the home when `--home` is not given (default `~/.hermes`)",
+    "HERMES_BUNDLED_SKILLS": "where Hermes's bundled skills are (Hermes's own variable); roam "
+                             "reads the category `DESCRIPTION.md` files there to tell a seeded "
+                             "one from the user's",
     "ROAM_DISABLED_PLUGINS": "plugin names (comma or space separated) roam must not import",
     "ROAM_TEST_KILL_AT": "tests only: kill the process at a named point of an install",
 }
