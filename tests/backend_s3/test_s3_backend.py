@@ -211,3 +211,25 @@ def test_odd_keys_are_refused_not_mapped_onto_other_s3_keys(moto_s3: S3Server, k
     with pytest.raises(BackendError, match="invalid ref name"):
         backend.swap_ref("../HEAD", b"x", None)
     assert _keys(moto_s3, bucket) == set()
+
+
+def test_delete_goes_in_batches_and_keeps_other_prefixes(
+        s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    from roam_backend_s3 import backend as module
+
+    bucket = s3_server.fresh_bucket()
+    backend = server_backend(s3_server, bucket)
+    keys = [f"packs/{index:02d}" for index in range(10)]
+    for key in keys:
+        backend.put_new(key, b"x")
+    backend.put_new("trees/kept", b"t")
+    calls: list[int] = []
+    real = S3Backend._delete_batch
+    monkeypatch.setattr(module, "DELETE_BATCH", 4)
+    monkeypatch.setattr(S3Backend, "_delete_batch",
+                        lambda self, batch: (calls.append(len(batch)), real(self, batch))[1])
+    backend.delete(keys)
+    assert calls == [4, 4, 2]
+    remaining = {key.rsplit("/objects/", 1)[-1] for key in _keys(s3_server, bucket)
+                 if "/objects/" in key}
+    assert remaining == {"trees/kept"}

@@ -16,7 +16,7 @@ import os
 import secrets
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from roam_core.errors import BackendError, ObjectExists, ObjectNotFound, RefConflict
@@ -59,7 +59,7 @@ def _os_error(action: str, error: OSError) -> BackendError:
 class LocalBackend(Backend):
     """The storage contract on a local or shared filesystem."""
 
-    capabilities = Capabilities()
+    capabilities = Capabilities(deletes=True)
 
     #: Objects kept open for ranged reads: a pull reads thousands of blobs from a few packs.
     OPEN_PACKS = 8
@@ -182,6 +182,28 @@ class LocalBackend(Backend):
             if error.errno == errno.EEXIST:
                 raise ObjectExists(key) from None
             raise _os_error(f"write {key}", error) from None
+
+    def delete(self, keys: Iterable[str]) -> None:
+        """Unlink each object, then sync each folder that lost a name (once per folder)."""
+        touched: set[Path] = set()
+        for key in keys:
+            path = self.objects / validate_key(key)
+            with self._open_lock:  # a descriptor kept for ranged reads must not outlive it
+                fd = self._open.pop(key, None)
+                if fd is not None:
+                    os.close(fd)
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                continue
+            except OSError as error:
+                raise _os_error(f"delete {key}", error) from None
+            touched.add(path.parent)
+        try:
+            for folder in touched:
+                _fsync_dir(folder)
+        except OSError as error:
+            raise _os_error("sync the store", error) from None
 
     def list(self, prefix: str = "") -> Iterator[str]:
         if not self.objects.is_dir():

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from botocore import xform_name
@@ -37,6 +37,8 @@ from roam_core.types import Capabilities
 #: when its last blob overshoots), so a whole pack is one PUT, not six round trips.
 MULTIPART_THRESHOLD = 64 * 1024 * 1024
 PART_SIZE = 8 * 1024 * 1024
+#: S3's limit on keys per DeleteObjects request.
+DELETE_BATCH = 1000
 REF_MAGIC = b"roam-ref 1 "
 _NONCE_HEX = 32
 ERRORS: tuple[type[BaseException], ...] = (BotoCoreError, ClientError, OSError)
@@ -63,7 +65,7 @@ def _not_found(error: BaseException) -> bool:
 class S3Backend(Backend):
     """Objects and the ref in one bucket below a prefix. Thread-safe."""
 
-    capabilities = Capabilities(remote=True, extra={"conditional_writes": True})
+    capabilities = Capabilities(remote=True, deletes=True, extra={"conditional_writes": True})
 
     def __init__(self, settings: S3Settings, credentials: Credentials | None = None, *,
                  multipart_threshold: int = MULTIPART_THRESHOLD, part_size: int = PART_SIZE,
@@ -169,6 +171,30 @@ class S3Backend(Backend):
             return str(self._request("HeadObject", Key=s3_key).get("ETag"))
         except ERRORS:
             return None
+
+    def delete(self, keys: Iterable[str]) -> None:
+        """DeleteObjects, up to 1,000 keys a request; a key already gone counts as deleted."""
+        batch: list[str] = []
+        for key in keys:
+            batch.append(self._object_key(key))
+            if len(batch) == DELETE_BATCH:
+                self._delete_batch(batch)
+                batch = []
+        if batch:
+            self._delete_batch(batch)
+
+    def _delete_batch(self, s3_keys: list[str]) -> None:
+        try:
+            response = self._request("DeleteObjects", Delete={
+                "Objects": [{"Key": key} for key in s3_keys], "Quiet": True})
+        except ERRORS as error:
+            raise self._failure(error, "DeleteObjects") from None
+        failed = [item for item in response.get("Errors", ())
+                  if item.get("Code") not in ("NoSuchKey", None)]
+        if failed:
+            first = failed[0]
+            raise BackendError(f"S3 could not delete {len(failed)} object(s), e.g. "
+                               f"{first.get('Key')}: {first.get('Code')} {first.get('Message')}")
 
     def list(self, prefix: str = "") -> Iterator[str]:
         return self._list(self.settings.key("objects") + "/", prefix)

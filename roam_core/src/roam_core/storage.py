@@ -12,7 +12,7 @@ import contextlib
 import logging
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from roam_core import deadline as _deadline
 from roam_core.errors import BackendError, ObjectNotFound
@@ -67,7 +67,7 @@ class Backend(abc.ABC):
         """Create the object once. MUST raise `ObjectExists` if the key is already there.
 
         The write is all-or-nothing: a reader never sees a partial object. Objects are
-        immutable; nothing ever overwrites or deletes one.
+        immutable: nothing overwrites one, and only `delete` (prune, key rotation) removes one.
         """
 
     @abc.abstractmethod
@@ -90,6 +90,17 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def identity(self) -> str:
         """The remote's name, stable across devices, with every credential stripped."""
+
+    def delete(self, keys: Iterable[str]) -> None:
+        """Remove these objects. Idempotent: a key that is already gone is not an error.
+
+        Only a backend that declares `capabilities.deletes` is asked; the default refuses.
+        When it returns, every key is gone for every reader (durably: a crash does not bring
+        one back), and a later `put_new` of the same key MUST succeed. It never touches a
+        ref. A backend MAY batch (S3 deletes up to 1,000 keys per request); `keys` may be
+        a long iterator, consumed once.
+        """
+        raise BackendError(f"{type(self).__name__} cannot delete objects")
 
     def flush(self) -> None:
         """Make every object this instance has created durable, before anything names them.
@@ -189,6 +200,15 @@ class GuardedBackend(Backend):
         self._check()
         with self._logged("read_ref", name):
             return self.inner.read_ref(name)
+
+    def delete(self, keys: Iterable[str]) -> None:
+        if not self.capabilities.deletes:
+            raise BackendError(f"the {self.name} backend cannot delete objects, "
+                               "so the store cannot be pruned or re-keyed")
+        checked = [validate_key(key) for key in keys]
+        self._check()
+        with self._logged("delete", f"{len(checked)} key(s)"):
+            self.inner.delete(checked)
 
     def swap_ref(self, name: str, data: bytes, expected_version: str | None) -> str:
         validate_ref(name)

@@ -147,9 +147,12 @@ class Capabilities:
     and HEAD). The writing instance can always read them back at once.
     `max_object_size`: the largest object the backend accepts, or None for no limit.
     `remote`: calls leave the machine (parallel uploads pay off).
+    `deletes`: the backend implements `delete` (prune and key rotation need it; without
+    it they refuse with a clear message).
     """
 
     batched_publish: bool = False
     max_object_size: int | None = None
     remote: bool = False
+    deletes: bool = False
     extra: Mapping[str, Any] = field(default_factory=dict)

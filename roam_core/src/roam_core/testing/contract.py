@@ -176,6 +176,59 @@ class BackendContract:
         else:
             assert outcomes.count("won") == 1, outcomes
 
+    # -- deletion (prune, key rotation) -------------------------------------------------
+
+    @pytest.fixture
+    def deleting(self, backend: Backend) -> Backend:
+        if not backend.capabilities.deletes:
+            pytest.skip("the backend does not declare `deletes`")
+        return backend
+
+    def test_a_backend_without_deletes_is_refused_clearly(self, backend: Backend) -> None:
+        if backend.capabilities.deletes:
+            pytest.skip("the backend declares `deletes`")
+        backend.put_new("data/kept", b"x")
+        with pytest.raises(BackendError, match="cannot delete"):
+            GuardedBackend(backend).delete(["data/kept"])
+        assert backend.get("data/kept") == b"x"
+
+    def test_delete_removes_objects_and_is_idempotent(self, deleting: Backend) -> None:
+        for name in ("a", "b", "c"):
+            deleting.put_new(f"data/{name}", name.encode())
+        deleting.delete(iter(["data/a", "data/b", "data/never-there"]))
+        deleting.delete(["data/a"])
+        assert not deleting.exists("data/a")
+        with pytest.raises(ObjectNotFound):
+            deleting.get("data/b")
+        assert deleting.get("data/c") == b"c"
+        assert list(deleting.list("data/")) == ["data/c"]
+
+    def test_delete_leaves_the_ref_and_a_key_can_be_created_again(
+        self, deleting: Backend
+    ) -> None:
+        deleting.put_new("data/again", b"first")
+        version = deleting.swap_ref("HEAD", b"head", None)
+        deleting.delete(["data/again"])
+        deleting.put_new("data/again", b"second")
+        assert deleting.get("data/again") == b"second"
+        assert deleting.read_ref("HEAD") == (b"head", version)
+
+    def test_deleted_objects_are_gone_for_other_instances(
+        self, backend_factory: BackendFactory
+    ) -> None:
+        writer = backend_factory()
+        if not writer.capabilities.deletes:
+            pytest.skip("the backend does not declare `deletes`")
+        keys = [f"packs/{index:03d}" for index in range(30)]
+        for key in keys:
+            writer.put_new(key, key.encode())
+        _publish(writer)
+        writer.delete(keys[:20])
+        _publish(writer)
+        reader = backend_factory()
+        assert sorted(reader.list("packs/")) == keys[20:]
+        assert not reader.exists(keys[0])
+
     # -- listing -------------------------------------------------------------------------
 
     def test_list_on_empty_store_is_empty(self, backend: Backend) -> None:

@@ -7,7 +7,7 @@ talking to one remote, which is how core's own tests model a fleet.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from roam_core.errors import ObjectExists, ObjectNotFound, RefConflict
@@ -38,7 +38,7 @@ def named_store(name: str) -> MemoryStore:
 class MemoryBackend(Backend):
     """The storage contract in a dict. Thread-safe; versions are counters."""
 
-    capabilities = Capabilities()
+    capabilities = Capabilities(deletes=True)
 
     def __init__(self, store: MemoryStore | None = None) -> None:
         self.store = store if store is not None else MemoryStore()
@@ -57,6 +57,11 @@ class MemoryBackend(Backend):
             if key in self.store.objects:
                 raise ObjectExists(key)
             self.store.objects[key] = bytes(data)
+
+    def delete(self, keys: Iterable[str]) -> None:
+        with self.store.lock:
+            for key in keys:
+                self.store.objects.pop(key, None)
 
     def list(self, prefix: str = "") -> Iterator[str]:
         with self.store.lock:
