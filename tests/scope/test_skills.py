@@ -18,7 +18,7 @@ SKILL = "---\nname: {name}\ndescription: d\n---\n# body\n"
 
 
 def reference_hash(folder: Path) -> str:
-    """Hermes's `_dir_hash`, written out again from its description (hermes.md §D)."""
+    """Hermes's `_dir_hash`, written out again from Hermes Agent's bundled-skills sync."""
     digest = hashlib.md5(usedforsecurity=False)
     for path in sorted(folder.rglob("*")):
         if path.is_file():

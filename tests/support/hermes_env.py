@@ -30,7 +30,7 @@ The pieces:
   recording every request; see that module for scripting replies and tool calls.
 * `hermes_homes` (session fixture): a `HomeFactory`. `new(name)` returns a `HermesHome`
   copied from a template that was made offline-ready once per session with the real CLI
-  (reference hermes.md §F: `hermes config set` for model.provider custom, base_url = the
+  (`hermes config set` for model.provider custom, base_url = the
   stub, default stub-model, context_length, security.tirith_enabled false,
   security.allow_lazy_installs false, then `hermes plugins enable roam
   --no-allow-tool-override`). `new(name, enable_roam=False)` leaves roam disabled.

@@ -1,9 +1,10 @@
 """A stub OpenAI-compatible model server on 127.0.0.1 that records every request.
 
-Hermes Agent runs a real turn against it offline (reference hermes.md §F): the stub answers
-`GET …/models`, and `POST …/chat/completions` both as SSE (`stream: true`, what Hermes
-sends) and as plain JSON. Every request is recorded, so a test can assert what Hermes put
-into a turn (for instance the context a `pre_llm_call` hook injected into the user message).
+Hermes Agent runs a real turn against it offline, as a custom provider whose base URL is
+this server: the stub answers `GET …/models`, and `POST …/chat/completions` both as SSE
+(`stream: true`, what Hermes sends) and as plain JSON. Every request is recorded, so a test
+can assert what Hermes put into a turn (for instance the context a `pre_llm_call` hook
+injected into the user message).
 
 Usage::
 
