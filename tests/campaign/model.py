@@ -1,10 +1,11 @@
 """What a fleet should look like: every pushed generation, and what each device last agreed to.
 
 The model is written from roam's documented behaviour (docs/user-guide.md,
-docs/decisions.md), not from its code. It predicts the manifest a push publishes (narrow devices carry forward what they
-cannot see), and, path by path, what a pull leaves in a home: untouched local changes, taken
-remote changes, conflicts kept local (or overwritten on request), memory files merged entry by
-entry and config.yaml merged key by key with host keys and secrets always the device's own.
+docs/decisions.md), not from its code. It predicts the manifest a push publishes (narrow
+devices carry forward what they cannot see), and, path by path, what a pull leaves in a home:
+untouched local changes, taken remote changes, conflicts kept local (or overwritten on
+request), memory files merged entry by entry and config.yaml merged key by key with host keys
+and secrets always the device's own.
 """
 
 from __future__ import annotations
