@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from roam_backend_local.backend import LocalBackend
-from roam_core.errors import UserError
+from roam_core.errors import ConfigError
 from roam_core.hookspecs import hookimpl
 from roam_core.types import BackendPlugin, PluginContext, Setting
 
@@ -15,7 +15,8 @@ from roam_core.types import BackendPlugin, PluginContext, Setting
 def _factory(settings: Mapping[str, Any], context: PluginContext) -> LocalBackend:
     raw = settings.get("local_dir")
     if not raw:
-        raise UserError("backend local needs the setting local_dir (roam config set local_dir DIR)")
+        raise ConfigError("backend local needs the setting local_dir "
+                          "(roam config set local_dir DIR)")
     path = Path(str(raw)).expanduser()
     if not path.is_absolute():
         path = context.home / path

@@ -28,11 +28,15 @@ def operation(args: argparse.Namespace, name: str, *, lock: bool = True) -> Iter
     session = Session.open(resolve_home(getattr(args, "home", None)), name)
     home_lock = HomeLock(session.state_dir)
     held = False
+    # A reader never creates anything in the home: without roam/ there is no lock to take
+    # and no crashed install to recover, and the verb itself says "run roam init".
+    skip = not lock and not (session.state_dir / "lock").exists()
     try:
         with deadline.running(session.deadline):
             try:
-                home_lock.acquire()
-                held = True
+                if not skip:
+                    home_lock.acquire()
+                    held = True
             except LockedError:
                 if lock:
                     raise

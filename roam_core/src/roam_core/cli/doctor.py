@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -19,13 +20,22 @@ WARN = "warning: "
 
 
 def _writable(path: Path) -> DoctorCheck:
+    # doctor only looks: a folder that does not exist yet is judged by the nearest one that
+    # does (roam creates it there on first use), and nothing is left behind either way
+    name = f"writable {path.name}/"
+    existing = path
+    while not existing.is_dir() and existing != existing.parent:
+        existing = existing.parent
+    if existing != path:
+        if os.access(existing, os.W_OK | os.X_OK):
+            return (name, True, f"{path} (created on first use)")
+        return (name, False, f"{existing}: not writable")
     try:
-        path.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path, prefix=".roam-doctor-"):
             pass
-        return (f"writable {path.name}/", True, str(path))
+        return (name, True, str(path))
     except OSError as error:
-        return (f"writable {path.name}/", False, f"{path}: {error.strerror or error}")
+        return (name, False, f"{path}: {error.strerror or error}")
 
 
 def _run_check(name: str, func: Callable[[], str]) -> DoctorCheck:
@@ -74,7 +84,11 @@ def checks(session: Session) -> list[DoctorCheck]:
         session.backend.ping()
         return "answers"
 
+    def initialised() -> str:
+        return f"device {session.require_state().device}"
+
     rows: list[DoctorCheck] = [_run_check("archive key", archive_key)]
+    rows.append(_run_check("initialised", initialised))
     backend_ok = _run_check("backend", lambda: f"{session.settings.get('backend')}: "
                             f"{session.backend.identity()}")
     rows.append(backend_ok)

@@ -177,6 +177,7 @@ def _history(args: argparse.Namespace) -> int:
     from roam_core.engine.history import generation_list, path_history
 
     with operation(args, "status", lock=False) as session:
+        session.require_state()  # "not initialised — run roam init" before any remote call
         rows = path_history(session, args.path) if args.path else generation_list(session)
     if args.json:
         emit_json(rows)

@@ -102,7 +102,8 @@ class Session:
     def require_state(self) -> LocalState:
         state = self.state()
         if state is None:
-            raise UserError(f"{self.root} is not set up for roam yet; run roam init first")
+            raise UserError(f"{self.root} is not set up for roam yet: not initialised — run "
+                            "roam init")
         return state
 
     def close(self) -> None:
