@@ -9,6 +9,8 @@ import os
 import random
 import secrets
 import time
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from campaign.checks import play
@@ -20,22 +22,46 @@ pytest_plugins = ("support.s3_servers",)
 STEPS = int(os.environ.get("ROAM_CAMPAIGN_STEPS") or 300)
 
 
+def _played(kind: str, request: pytest.FixtureRequest, label: str, make: Callable[..., Any],
+            player: Callable[[Any, int], None], steps: int, knob: str) -> tuple[Any, int]:
+    """Play one campaign of `make`'s class on a fresh store; the failure names its replay."""
+    seed = int(os.environ.get("ROAM_CAMPAIGN_SEED") or secrets.randbits(32))
+    with fast_dir(f"roam-{label}-{kind}-") as root, stores(kind, root, request) as store:
+        campaign = make(store, root, random.Random(seed), Runner())
+        try:
+            player(campaign, steps)
+        except AssertionError as failure:
+            tail = "\n".join(campaign.log[-25:])
+            raise AssertionError(
+                f"{label} on {kind} failed (seed {seed}, {steps} steps): {failure}\n"
+                f"replay: ROAM_CAMPAIGN_SEED={seed} {knob}={steps} "
+                f"pytest tests/campaign/test_campaign.py -k {kind}\nlast steps:\n{tail}"
+            ) from None
+    return campaign, seed
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("kind", KINDS)
 def test_campaign(kind: str, request: pytest.FixtureRequest) -> None:
-    seed = int(os.environ.get("ROAM_CAMPAIGN_SEED") or secrets.randbits(32))
     started = time.monotonic()
-    with fast_dir(f"roam-campaign-{kind}-") as root, stores(kind, root, request) as store:
-        campaign = Campaign(store, root, random.Random(seed), Runner())
-        try:
-            play(campaign, STEPS)
-        except AssertionError as failure:
-            tail = "\n".join(campaign.log[-25:])
-            raise AssertionError(
-                f"campaign on {kind} failed (seed {seed}, {STEPS} steps): {failure}\n"
-                f"replay: ROAM_CAMPAIGN_SEED={seed} ROAM_CAMPAIGN_STEPS={STEPS} "
-                f"pytest tests/campaign/test_campaign.py -k {kind}\nlast steps:\n{tail}"
-            ) from None
+    campaign, seed = _played(kind, request, "campaign", Campaign, play, STEPS,
+                             "ROAM_CAMPAIGN_STEPS")
     print(f"campaign {kind}: seed {seed}, {STEPS} steps, generation {campaign.fleet.head}, "
           f"{time.monotonic() - started:.1f}s")
+
+
+HOSTILE_STEPS = int(os.environ.get("ROAM_HOSTILE_STEPS") or 96)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("kind", ["memory", "local", "git"])
+def test_hostile_campaign(kind: str, request: pytest.FixtureRequest) -> None:
+    """The store loses packs and replays old HEADs between steps (see campaign.hostile_run)."""
+    from campaign.hostile_run import HostileCampaign, play_hostile
+
+    campaign, seed = _played(kind, request, "hostile", HostileCampaign, play_hostile,
+                             HOSTILE_STEPS, "ROAM_HOSTILE_STEPS")
+    print(f"hostile campaign {kind}: seed {seed}, {HOSTILE_STEPS} steps, generation "
+          f"{campaign.fleet.head}, {campaign.events}, {len(campaign.lost)} version(s) lost")
