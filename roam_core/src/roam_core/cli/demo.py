@@ -72,39 +72,80 @@ def _step(title: str) -> None:
     print(f"\n== {title}")
 
 
-def _roam(home: Path, *args: str) -> int:
+def _roam(home: Path, *args: str) -> None:
     from roam_core.cli.main import main
 
     shown = " ".join(("roam", "--home", home.name, *args))
     print(f"$ {shown}")
-    return main(["--home", str(home), *args])
+    code = main(["--home", str(home), *args])
+    if code != 0:
+        raise _StepFailed(f"{shown} exited {code}")
+
+
+def _check_backend() -> None:
+    from roam_core.errors import PluginError, UserError
+    from roam_core.manager import get_manager
+
+    try:
+        get_manager().backend("local")
+    except PluginError:
+        raise UserError("roam demo needs the local backend: pip install 'roam-core[local]'") \
+            from None
+
+
+class _StepFailed(Exception):
+    """A demo step exited non-zero; the later steps would only fail on its leftovers."""
 
 
 def _run(args: argparse.Namespace) -> int:
+    _check_backend()  # before anything is created: one line says what to install
+    temporary = not args.dir
     base = Path(args.dir).absolute() if args.dir else Path(tempfile.mkdtemp(prefix="roam-demo-"))
     if base.exists() and any(base.iterdir()):
         base = base / f"demo-{secrets.token_hex(3)}"
+    try:
+        _play(base)
+        failed = None
+    except _StepFailed as step:
+        failed = str(step)
+    finally:
+        if temporary and not args.keep:
+            import shutil
+
+            shutil.rmtree(base, ignore_errors=True)
+            print(f"\nroam demo: removed {base} (run with --keep to look around afterwards)")
+        else:
+            print(f"\nroam demo: kept {base}")
+    if failed:
+        from roam_core.errors import UserError
+
+        raise UserError(f"roam demo stopped: {failed}")
+    print("roam demo: done")
+    return 0
+
+
+def _play(base: Path) -> None:
     os.environ["ROAM_ARCHIVE_KEY"] = secrets.token_urlsafe(32)  # this process only
     _store, desktop, laptop = _build(base)
     print(f"roam demo in {base}: two homes (desktop, laptop) and a local store")
     _step("the desktop founds the fleet and pushes its shared files")
-    codes = [_roam(desktop, "init", "--create-remote"), _roam(desktop, "push")]
+    _roam(desktop, "init", "--create-remote")
+    _roam(desktop, "push")
     _step("the laptop joins and reviews what a pull would change (nothing is written yet)")
-    codes += [_roam(laptop, "init"), _roam(laptop, "pull")]
+    _roam(laptop, "init")
+    _roam(laptop, "pull")
     _step("the laptop installs it: journaled, backed up, roll-back-able")
-    codes.append(_roam(laptop, "pull", "--apply"))
+    _roam(laptop, "pull", "--apply")
     _step("both machines learn something new, offline")
     _write(laptop / "memories" / "MEMORY.md",
            (laptop / "memories" / "MEMORY.md").read_text() + "§\nLaptop battery dies fast.\n")
     _write(desktop / "memories" / "MEMORY.md",
            (desktop / "memories" / "MEMORY.md").read_text() + "§\nDesktop has the GPU.\n")
-    codes += [_roam(laptop, "push"), _roam(desktop, "pull", "--apply"), _roam(desktop, "push"),
-              _roam(laptop, "pull", "--apply")]
+    for home, *words in ((laptop, "push"), (desktop, "pull", "--apply"), (desktop, "push"),
+                         (laptop, "pull", "--apply")):
+        _roam(home, *words)
     _step("the result")
     _show(desktop, laptop)
-    failed = [code for code in codes if code not in (0,)]
-    print("\nroam demo: " + ("done" if not failed else f"finished with exit codes {codes}"))
-    return 1 if failed else 0
 
 
 def _show(desktop: Path, laptop: Path) -> None:
@@ -132,6 +173,9 @@ def _show(desktop: Path, laptop: Path) -> None:
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "demo", help="sync two demo homes through a local store and show each step")
-    parser.add_argument("--dir", help="where to build the demo (default: a new temp folder)")
+    parser.add_argument("--dir", help="where to build the demo (default: a new temp folder, "
+                        "removed at the end)")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the temporary folder to look around afterwards")
     parser.set_defaults(func=_run)
 

@@ -35,12 +35,14 @@ class RoamParser(argparse.ArgumentParser):
         return super().parse_known_args(args, namespace)
 
     def error(self, message: str) -> NoReturn:
-        hint = self._suggestion(message)
-        self.print_usage(sys.stderr)
+        # a stray flag is reported by the top parser; show the usage of the verb it followed
+        where = _leaf(self, self._words) if _UNRECOGNIZED.search(message) else self
+        hint = self._suggestion(message, where)
+        where.print_usage(sys.stderr)
         text = f"{message} (did you mean {hint!r}?)" if hint else message
-        self.exit(EX_USAGE, f"{self.prog}: error: {text}\n")
+        self.exit(EX_USAGE, f"{where.prog}: error: {text}\n")
 
-    def _suggestion(self, message: str) -> str | None:
+    def _suggestion(self, message: str, where: argparse.ArgumentParser) -> str | None:
         choice = _CHOICE.search(message)
         if choice:
             names = [name for action in _subparser_actions(self) for name in action.choices]
@@ -48,8 +50,8 @@ class RoamParser(argparse.ArgumentParser):
         unknown = _UNRECOGNIZED.search(message)
         if unknown:
             word = unknown.group(1).split()[0].split("=")[0]
-            leaf = _leaf(self, self._words)
-            flags = [flag for action in leaf._actions for flag in action.option_strings]
+            flags = [flag for action in where._actions for flag in action.option_strings
+                     if not isinstance(action, argparse._HelpAction)]
             return _closest(word, flags) if word.startswith("-") else None
         return None
 
