@@ -159,3 +159,15 @@ def test_a_whole_pack_is_one_put_and_a_large_create_once_write_never_looks_first
         backend.put_new("packs/aa/full", pack[: 7 * 1024 * 1024])
     assert not [r for r in proxy.requests() if r.method in ("GET", "HEAD")]
     assert backend.get("packs/aa/full") == pack
+
+
+def test_check_read_data_reads_blobs_per_pack_span(fleet: tuple[Home, Home],
+                                                   proxy: LatencyProxy,
+                                                   moto_s3: S3Server) -> None:
+    desk, _laptop = fleet
+    assert desk.roam("push").code == 0
+    packs = _stored(moto_s3, desk, "packs")
+    proxy.reset()
+    checked = desk.roam("check", "--read-data")
+    assert checked.code == 0, checked.out + checked.err
+    assert _count(proxy.requests(), "GET", "packs") <= 2 * packs

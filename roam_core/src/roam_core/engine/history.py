@@ -12,8 +12,9 @@ from roam_core.engine.plan import _raw_sha
 from roam_core.engine.scan import StatCache, fill_digests, install_mode, list_shared
 from roam_core.engine.session import Session
 from roam_core.errors import IntegrityError, UserError
-from roam_core.store.manifest import FileEntry, Manifest, check_path, synced_mode
+from roam_core.store.manifest import FileEntry, check_path, synced_mode
 from roam_core.store.objects import Snapshot
+from roam_core.store.parallel import ParallelReads, read_workers
 from roam_core.tiers.cron import Landed, is_jobs_file, profile_of, resume_command
 from roam_core.tiers.planning import restore_op
 from roam_core.types import Scope
@@ -57,7 +58,9 @@ def path_history(session: Session, path: str) -> list[dict[str, Any]]:
     check_path(path, "the path given")
     chain = list(generations(session))
     rows: list[dict[str, Any]] = []
-    entries = [session.repo.load_manifest(gen.snapshot.root).get(path) for gen in chain]
+    # only the trees on the path, each generation's at once on a remote store
+    with ParallelReads(read_workers(session.backend)) as reads:
+        entries = reads.map(lambda gen: session.repo.entry_at(gen.snapshot.root, path), chain)
     for index, gen in enumerate(chain):
         entry = entries[index]
         older = entries[index + 1] if index + 1 < len(entries) else None
@@ -90,10 +93,11 @@ def _config_op(session: Session, accepted: str | None, entry: FileEntry, local: 
               source=lambda: iter((data,)))
 
 
-def manifest_at(session: Session, generation: int) -> Manifest:
+def entry_at(session: Session, generation: int, path: str) -> FileEntry | None:
+    """`path`'s entry in `generation` (reading only the trees on the path), or None."""
     for gen in generations(session):
         if gen.number == generation:
-            return session.repo.load_manifest(gen.snapshot.root)
+            return session.repo.entry_at(gen.snapshot.root, path)
     raise UserError(f"the store has no generation {generation}")
 
 
@@ -105,7 +109,7 @@ def restore(session: Session, path: str, generation: int, *, apply: bool) -> dic
         raise UserError(f"{path} is not shared on this device ({scope.classify(path).value}); "
                         "roam restores only shared paths")
     state = session.require_state()
-    entry: FileEntry | None = manifest_at(session, generation).get(path)
+    entry = entry_at(session, generation, path)
     if entry is None:
         raise UserError(f"{path} does not exist in generation {generation}")
     files = list_shared(scope, state.projections)

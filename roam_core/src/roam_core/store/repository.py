@@ -183,6 +183,30 @@ class Repository:
         self.folders[root_tree] = folders
         return manifest
 
+    def entry_at(self, root_tree: str, path: str) -> FileEntry | None:
+        """The entry of one file in the tree rooted at `root_tree`, or None.
+
+        Reads only the trees on the path (its depth in requests), not the whole manifest:
+        a file's history or restore costs a few reads per generation, not every folder.
+        """
+        tree_id = root_tree
+        parts = path.split("/")
+        for depth, part in enumerate(parts):
+            node = self.load_tree(tree_id).get(part)
+            if not isinstance(node, dict):
+                return None
+            last = depth == len(parts) - 1
+            kind = node.get("t")
+            if kind == "d" and not last:
+                tree_id = str(node.get("tree"))
+                continue
+            if kind != "f" or not last:
+                return None
+            entry = {key: value for key, value in node.items() if key != "t"}
+            found = FileEntry.from_json(path, entry, f"tree {tree_id}")
+            return check_manifest([found], self.max_file_size, f"snapshot tree {root_tree}")[path]
+        return None
+
     @staticmethod
     def _flatten(tree_id: str, prefix: str, entries: dict[str, Any], files: list[FileEntry],
                  below: list[tuple[str, str]]) -> None:
@@ -335,24 +359,38 @@ class Repository:
             raise IntegrityError(f"integrity error: {what} does not match its name")
         return data, digest
 
-    def _read_span(self, span: Span) -> list[object]:
-        """Every blob of `span`, from one ranged read of its pack."""
+    def _read_span(self, span: Span, tolerant: bool = False) -> list[object]:
+        """Every blob of `span`, from one ranged read of its pack.
+
+        `tolerant`: a blob that fails its checks is its `IntegrityError`, not a raise.
+        """
         try:
             data = memoryview(self.backend.get(span.pack, span.start, span.size))
             return [self._open_blob(ref, data[ref[2] - span.start:ref[2] - span.start + ref[3]])
                     for ref in span.refs]
         except (ObjectNotFound, IntegrityError):
             # a lost or damaged pack: each blob is read where it was stored again, if it was
-            return [self._read_blob(ref) for ref in span.refs]
+            if not tolerant:
+                return [self._read_blob(ref) for ref in span.refs]
+        results: list[object] = []
+        for ref in span.refs:
+            try:
+                results.append(self._read_blob(ref))
+            except IntegrityError as error:
+                results.append(error)
+        return results
 
-    def read_blobs(self, refs: list[BlobRef]) -> Iterator[tuple[bytes, bytes]]:
+    def read_blobs(self, refs: list[BlobRef], *, tolerant: bool = False
+                   ) -> Iterator[tuple[bytes, bytes]]:
         """Each blob's bytes and SHA-256, in order: one ranged read per pack span.
 
         Spans are read several at a time on a remote store, at most a window of bytes
-        ahead of the caller (see `roam_core.store.spans`).
+        ahead of the caller (see `roam_core.store.spans`). `tolerant`: a blob that fails
+        its checks comes back as its `IntegrityError` instead of ending the reading.
         """
         workers = SPAN_WORKERS if self.backend.capabilities.remote else 1
-        reader = SpanReader(plan_spans(refs), self._read_span, workers)
+        reader = SpanReader(plan_spans(refs), lambda span: self._read_span(span, tolerant),
+                            workers)
         try:
             for _ref, result in reader:
                 yield result  # type: ignore[misc]
