@@ -118,3 +118,32 @@ def test_a_damaged_pack_is_repaired_with_read_data(store: Store, tmp_path: Path)
     pulled = b.roam("pull", "--apply")
     assert pulled.code == 0, pulled.err
     assert _shared(b) == _shared(a)
+
+
+def test_damaged_indexes_are_voided_and_rewritten(store: Store, tmp_path: Path) -> None:
+    a, b = _homes(store, tmp_path)
+    _two_generations(a)
+    for key in keys(store, "index/"):
+        damage(store, key)
+    checked = a.roam("check")
+    assert checked.code == 1 and "roam check --repair" in checked.out, checked.out
+    repaired = a.roam("check", "--repair")
+    assert repaired.code == 0, repaired.out + repaired.err
+    assert a.roam("check", "--read-data").code == 0
+    a.write("skills/copy/SKILL.md", SKILL)  # dedups against the rewritten index
+    pushed = a.roam("push", "--json")
+    assert pushed.code == 0, pushed.err
+    assert pushed.json()["uploaded_bytes"] < len(SKILL) // 4
+    assert b.roam("init").code == 0
+    assert b.roam("pull", "--apply").code == 0
+    assert _shared(b) == _shared(a)
+
+
+def test_a_damaged_tree_is_named_not_invented(store: Store, tmp_path: Path) -> None:
+    a, _b = _homes(store, tmp_path)
+    _two_generations(a)
+    for key in keys(store, "trees/"):
+        damage(store, key)
+    repaired = a.roam("check", "--repair")
+    assert repaired.code == 1 and "Traceback" not in repaired.err
+    assert "cannot repair" in repaired.out and "tree " in repaired.out, repaired.out

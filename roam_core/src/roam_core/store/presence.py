@@ -2,7 +2,7 @@
 
 An index says which blobs a pack holds, not that the pack is still there: a provider can lose
 it. Before a push references a blob through an index, the pack is confirmed once per process:
-by a cheap existence probe for the first few packs, and by one listing of `packs/` beyond that
+by a cheap existence probe for the first two packs, and by one listing of `packs/` beyond that
 (on S3 one LIST answers for a thousand packs where a thousand HEADs would each cost a round
 trip).
 """
@@ -14,7 +14,7 @@ import threading
 from roam_core.storage import Backend
 
 #: Packs probed one by one before a single listing of every pack is cheaper.
-PROBES = 3
+PROBES = 2
 
 
 class PackPresence:
