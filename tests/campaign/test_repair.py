@@ -7,7 +7,7 @@ and names what it cannot repair (generation and path).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -33,6 +33,25 @@ def _homes(store: Store, tmp_path: Path) -> tuple[Home, Home]:
 def _shared(home: Home) -> dict[str, bytes]:
     return {rel: data for rel, data in home.files().items()
             if rel.startswith(("SOUL.md", "memories/", "skills/"))}
+
+
+def _joins_and_matches(b: Home, a: Home) -> None:
+    """`b` joins the fleet, pulls, and then holds exactly `a`'s shared files."""
+    assert b.roam("init").code == 0
+    pulled = b.roam("pull", "--apply")
+    assert pulled.code == 0, pulled.err
+    assert _shared(b) == _shared(a)
+
+
+def _hurt_fleet(store: Store, tmp_path: Path, hurt: Callable[[Store, str], None],
+                *prefixes: str) -> tuple[Home, Home]:
+    """Homes a (two generations pushed) and b; then `hurt` every object under `prefixes`."""
+    a, b = _homes(store, tmp_path)
+    _two_generations(a)
+    for prefix in prefixes:
+        for key in keys(store, prefix):
+            hurt(store, key)
+    return a, b
 
 
 def _two_generations(a: Home) -> None:
@@ -68,10 +87,7 @@ def test_a_push_never_relies_on_a_lost_pack(store: Store, tmp_path: Path) -> Non
 
 def test_repair_puts_back_lost_packs_and_names_what_it_cannot(store: Store,
                                                              tmp_path: Path) -> None:
-    a, b = _homes(store, tmp_path)
-    _two_generations(a)
-    for key in keys(store, "packs/"):
-        lose(store, key)
+    a, b = _hurt_fleet(store, tmp_path, lose, "packs/")
     checked = a.roam("check")
     assert checked.code == 1 and "roam check --repair" in checked.out, checked.out
     repaired = a.roam("check", "--repair")
@@ -80,26 +96,17 @@ def test_repair_puts_back_lost_packs_and_names_what_it_cannot(store: Store,
     assert "cannot repair" in repaired.out
     assert "'SOUL.md'" in repaired.out and "generation 1" in repaired.out
     assert "skills/one" not in repaired.out.partition("cannot repair")[2]
-    assert b.roam("init").code == 0
-    pulled = b.roam("pull", "--apply")
-    assert pulled.code == 0, pulled.err
-    assert _shared(b) == _shared(a)
+    _joins_and_matches(b, a)
     again = a.roam("check", "--json")
     assert all("generation 1" in p["message"] for p in again.json()["problems"]), again.out
 
 
 def test_repair_rewrites_lost_indexes_and_trees(store: Store, tmp_path: Path) -> None:
-    a, b = _homes(store, tmp_path)
-    _two_generations(a)
-    for key in keys(store, "index/") + keys(store, "trees/"):
-        lose(store, key)
+    a, b = _hurt_fleet(store, tmp_path, lose, "index/", "trees/")
     assert a.roam("check").code == 1
     repaired = a.roam("check", "--repair")
     assert "repaired" in repaired.out, repaired.out + repaired.err
-    assert b.roam("init").code == 0
-    pulled = b.roam("pull", "--apply")
-    assert pulled.code == 0, pulled.err
-    assert _shared(b) == _shared(a)
+    _joins_and_matches(b, a)
     # generation 1's own root tree was never on this device (a local or git store keeps no
     # copy): that is all that may remain
     problems = a.roam("check", "--json").json()["problems"]
@@ -107,24 +114,15 @@ def test_repair_rewrites_lost_indexes_and_trees(store: Store, tmp_path: Path) ->
 
 
 def test_a_damaged_pack_is_repaired_with_read_data(store: Store, tmp_path: Path) -> None:
-    a, b = _homes(store, tmp_path)
-    _two_generations(a)
-    for key in keys(store, "packs/"):
-        damage(store, key)
+    a, b = _hurt_fleet(store, tmp_path, damage, "packs/")
     assert a.roam("check").code == 0  # references intact: only reading tells
     assert a.roam("check", "--read-data").code == 1
     a.roam("check", "--repair", "--read-data")
-    assert b.roam("init").code == 0
-    pulled = b.roam("pull", "--apply")
-    assert pulled.code == 0, pulled.err
-    assert _shared(b) == _shared(a)
+    _joins_and_matches(b, a)
 
 
 def test_damaged_indexes_are_voided_and_rewritten(store: Store, tmp_path: Path) -> None:
-    a, b = _homes(store, tmp_path)
-    _two_generations(a)
-    for key in keys(store, "index/"):
-        damage(store, key)
+    a, b = _hurt_fleet(store, tmp_path, damage, "index/")
     checked = a.roam("check")
     assert checked.code == 1 and "roam check --repair" in checked.out, checked.out
     repaired = a.roam("check", "--repair")
@@ -134,16 +132,11 @@ def test_damaged_indexes_are_voided_and_rewritten(store: Store, tmp_path: Path) 
     pushed = a.roam("push", "--json")
     assert pushed.code == 0, pushed.err
     assert pushed.json()["uploaded_bytes"] < len(SKILL) // 4
-    assert b.roam("init").code == 0
-    assert b.roam("pull", "--apply").code == 0
-    assert _shared(b) == _shared(a)
+    _joins_and_matches(b, a)
 
 
 def test_a_damaged_tree_is_named_not_invented(store: Store, tmp_path: Path) -> None:
-    a, _b = _homes(store, tmp_path)
-    _two_generations(a)
-    for key in keys(store, "trees/"):
-        damage(store, key)
+    a, _b = _hurt_fleet(store, tmp_path, damage, "trees/")
     repaired = a.roam("check", "--repair")
     assert repaired.code == 1 and "Traceback" not in repaired.err
     assert "cannot repair" in repaired.out and "tree " in repaired.out, repaired.out
