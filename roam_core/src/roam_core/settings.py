@@ -13,6 +13,7 @@ from roam_core.errors import ConfigError
 
 if TYPE_CHECKING:
     from roam_core.manager import PluginManager
+    from roam_core.types import BackendPlugin, SinkPlugin
 
 #: Every core setting with its default; plugins declare their own through `Setting` records.
 DEFAULTS: dict[str, Any] = {
@@ -254,7 +255,8 @@ def registry(manager: PluginManager) -> Registry:
     backends = manager.storage_backends()
     sinks = manager.session_sinks()
     found.backends, found.sinks = tuple(sorted(backends)), tuple(sorted(sinks))
-    records = [*sorted(backends.items()), *sorted(sinks.items())]
+    records: list[tuple[str, BackendPlugin | SinkPlugin]] = [
+        *sorted(backends.items()), *sorted(sinks.items())]
     for owner, record in records:
         for setting in record.settings:
             if setting.secret:

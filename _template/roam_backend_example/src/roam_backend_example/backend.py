@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from roam_core import deadline as _deadline
@@ -37,7 +37,7 @@ LOCK_WAIT = 30.0
 class SqliteBackend(Backend):
     """A roam store in one SQLite file. One instance is safe to use from several threads."""
 
-    capabilities = Capabilities(remote=False)
+    capabilities = Capabilities(remote=False, deletes=True)
 
     def __init__(self, path: Path, deadline: Deadline | None = None) -> None:
         self.path = Path(path).absolute()
@@ -106,6 +106,14 @@ class SqliteBackend(Backend):
                                      (key, sqlite3.Binary(bytes(data))))
             except sqlite3.IntegrityError:
                 raise ObjectExists(key) from None
+            except sqlite3.Error as error:
+                raise self._failure(error) from None
+
+    def delete(self, keys: Iterable[str]) -> None:
+        checked = [(validate_key(key),) for key in keys]
+        with self._lock:
+            try:
+                self._open().executemany("DELETE FROM objects WHERE key = ?", checked)
             except sqlite3.Error as error:
                 raise self._failure(error) from None
 

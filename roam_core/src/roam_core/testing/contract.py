@@ -184,13 +184,16 @@ class BackendContract:
             pytest.skip("the backend does not declare `deletes`")
         return backend
 
-    def test_a_backend_without_deletes_is_refused_clearly(self, backend: Backend) -> None:
-        if backend.capabilities.deletes:
-            pytest.skip("the backend declares `deletes`")
+    def test_delete_is_done_or_refused_as_declared(self, backend: Backend) -> None:
         backend.put_new("data/kept", b"x")
-        with pytest.raises(BackendError, match="cannot delete"):
-            GuardedBackend(backend).delete(["data/kept"])
-        assert backend.get("data/kept") == b"x"
+        guarded = GuardedBackend(backend)
+        if backend.capabilities.deletes:
+            guarded.delete(["data/kept"])
+            assert not backend.exists("data/kept")
+        else:
+            with pytest.raises(BackendError, match="cannot delete"):
+                guarded.delete(["data/kept"])
+            assert backend.get("data/kept") == b"x"
 
     def test_delete_removes_objects_and_is_idempotent(self, deleting: Backend) -> None:
         for name in ("a", "b", "c"):
