@@ -30,7 +30,8 @@ CORE_SETTINGS = {
                "list`)",
     "device_name": "the name `roam init` gives this machine (unique in the fleet); empty "
                    "means the host name; later, `roam devices rename`",
-    "backup_keep": "how many `roam/backups/<time>/` folders of replaced files to keep",
+    "backup_keep": "how many `roam/backups/<time>/` folders of replaced files to keep "
+                   "(folders holding a never-pushed version are kept until `roam backups drop`)",
     "allow_agent_apply": "let the agent's `roam_pull` tool install a pull (otherwise it only "
                          "shows the plan)",
     "allow_newer_hermes": "let `roam pull --apply` install a generation pushed from a newer "

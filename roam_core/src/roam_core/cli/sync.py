@@ -82,6 +82,9 @@ def _status(args: argparse.Namespace) -> int:
     if report["conflicts"]:
         print(f"conflicts kept local: {len(report['conflicts'])}")
         print_capped(report["conflicts"])
+    if report.get("kept_in_backups"):
+        print(f"backups: {report['kept_in_backups']} local version(s) kept only in backups — "
+              "roam backups list")
     if not report["reachable"]:
         raise RoamError(report["error"])  # already says what kind of failure it is
     print(f"remote:  generation {report['remote_generation']} on {sanitize(report['identity'])},"

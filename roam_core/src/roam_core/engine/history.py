@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roam_core.engine import remote as remote_module
+from roam_core.engine.backups import unpushed_paths
 from roam_core.engine.journal import Install, Op
 from roam_core.engine.plan import _raw_sha
 from roam_core.engine.scan import StatCache, fill_digests, install_mode, list_shared
@@ -135,7 +136,8 @@ def restore(session: Session, path: str, generation: int, *, apply: bool) -> dic
             op = Op(path, "write", entry.sha256, install_mode(entry.mode, local), expect,
                     _raw_sha(local),
                     source=session.repo.content_source(entry))
-        Install(session.root, session.state_dir, [op]).run(state)
+        unpushed = unpushed_paths([op], state.base, (), True)
+        Install(session.root, session.state_dir, [op], unpushed=unpushed).run(state)
     result: dict[str, Any] = {"path": path, "generation": generation, "action": action,
                               "applied": apply, "size": entry.size, "sha256": entry.sha256}
     if landed:

@@ -24,7 +24,7 @@ import os
 import shutil
 import signal
 import stat as stat_module
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,8 @@ from roam_core.engine.state import LocalState, load_state, save_state
 from roam_core.errors import RoamError, UserError, describe_os_error
 
 JOURNAL = "journal.json"
+#: `backups/<stamp>.kept.json`: the versions in `backups/<stamp>/` that only it holds
+KEPT_SUFFIX = ".kept.json"
 KILL_ENV = "ROAM_TEST_KILL_AT"
 #: Files at least this big have their writeback started as soon as they are written.
 WRITEBACK_MIN = 256 * 1024
@@ -164,8 +166,10 @@ class Install:
     """One journaled install of a list of ops into a home."""
 
     def __init__(self, root: Path, state_dir: Path, ops: list[Op],
-                 progress: ProgressSink | None = None) -> None:
+                 progress: ProgressSink | None = None, unpushed: Collection[str] = ()) -> None:
         self.root = root
+        #: paths whose replaced version the store lacks: their backup is kept from pruning
+        self.unpushed = set(unpushed)
         self.progress = progress
         self.state_dir = state_dir
         self.ops = ops
@@ -223,6 +227,7 @@ class Install:
             self._journal("staging")
             kill_point("journal:staged")
             self._stage()
+            self._keep_unpushed()
             syncfs(self.root)
             kill_point("journal:synced")
             self._journal("installing")
@@ -269,6 +274,14 @@ class Install:
         return {"phase": phase, "ops": [op.as_json() for op in self.ops],
                 "created_dirs": self.created_dirs, "backup_dir": str(self.backup_dir),
                 "staged": self.staged}
+
+    def _keep_unpushed(self) -> None:
+        """Mark the backup as the only copy of versions never pushed, before any is replaced."""
+        kept = {op.rel: op.original_sha for op in self.ops
+                if op.rel in self.unpushed and op.backup is not None}
+        if kept:
+            write_atomic(kept_marker(self.backup_dir),
+                         json.dumps({"v": 1, "files": kept}, sort_keys=True).encode())
 
     def _stage(self) -> None:
         prefetch = Prefetch([op for op in self.ops if op.action == "write"])
@@ -417,6 +430,9 @@ def rollback(root: Path, state_dir: Path, journal: dict[str, Any]) -> str:
             _restore(backup, target)
         else:
             unrecoverable.append(rel)
+    if journal.get("backup_dir") and not unrecoverable:
+        # every replaced version is back in the home: the backup is no longer its only copy
+        kept_marker(Path(journal["backup_dir"])).unlink(missing_ok=True)
     with contextlib.suppress(OSError):
         syncfs(root)
     if unrecoverable:
@@ -494,12 +510,21 @@ def recover_home(session: Any) -> None:
     note(message + (f"; {problems}" if problems else ""))
 
 
+def kept_marker(backup_dir: Path) -> Path:
+    """The file beside a backup folder naming the versions only it holds (never pruned)."""
+    return backup_dir.with_name(backup_dir.name + KEPT_SUFFIX)
+
+
 def prune_backups(state_dir: Path, keep: int) -> None:
-    """Keep only the newest `keep` backup folders."""
+    """Keep only the newest `keep` backup folders, and every one holding a never-pushed version.
+
+    Those stay until the user drops them (`roam backups drop`).
+    """
     folder = state_dir / "backups"
     if not folder.is_dir():
         return
-    stamps = sorted((p for p in folder.iterdir() if p.is_dir()), key=lambda p: p.name)
+    stamps = sorted((p for p in folder.iterdir()
+                     if p.is_dir() and not kept_marker(p).exists()), key=lambda p: p.name)
     for old in stamps[: max(0, len(stamps) - max(keep, 1))]:
         shutil.rmtree(old, ignore_errors=True)
 

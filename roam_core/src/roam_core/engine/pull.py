@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from roam_core.engine import hermes_guard
 from roam_core.engine import remote as remote_module
+from roam_core.engine.backups import unpushed_paths
 from roam_core.engine.journal import Install, prune_backups
 from roam_core.engine.plan import Plan, Planner
 from roam_core.engine.progress import ProgressSink
@@ -60,7 +61,9 @@ def pull(session: Session, *, apply: bool = False, overwrite_conflicts: bool = F
             writes = [op.rel for op in plan.ops if op.action == "write"]
             progress.begin(len(writes), sum(view.manifest[rel].size for rel in writes
                                             if rel in view.manifest))
-        Install(session.root, session.state_dir, plan.ops, progress).run(new_state)
+        merged = {item["path"] for item in (*plan.configs_merged, *plan.memories_merged)}
+        unpushed = unpushed_paths(plan.ops, state.base, merged, overwrite_conflicts)
+        Install(session.root, session.state_dir, plan.ops, progress, unpushed).run(new_state)
         prune_backups(session.state_dir, int(number(session.settings, "backup_keep")))
     else:
         save_state(session.state_dir, new_state)

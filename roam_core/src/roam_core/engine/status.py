@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from roam_core.engine import inventory, memo
+from roam_core.engine import backups, inventory, memo
 from roam_core.engine import remote as remote_module
 from roam_core.engine.scan import StatCache, fill_digests, list_shared
 from roam_core.engine.session import Session
@@ -85,6 +85,7 @@ def status(session: Session) -> dict[str, Any]:
         "skipped": skipped, "links_at_top": links_at_top(skipped),
         "reachable": False, "remote_generation": None, "remote_ahead": False,
         "behind": False, "ahead": dirty > 0, "fleet_size": None, "error": None,
+        "kept_in_backups": backups.kept_count(session.state_dir),
     }
     scope = session.scope
     if hasattr(scope, "profiles"):
