@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import math
+import re
 from pathlib import Path
 
 from scenarios import Result
@@ -98,4 +99,15 @@ def write(path: Path, results: list[Result], *, machine: dict[str, str],
     parts += sections or []
     parts += ["", "## Targets not met, and what bounds them\n"]
     parts += [f"- {line}" for line in unmet] or ["- none"]
+    parts += _kept_blocks(path)
     path.write_text("\n".join(parts) + "\n")
+
+
+def _kept_blocks(path: Path) -> list[str]:
+    """Blocks other bench scripts own (`<!-- kept:NAME -->`…), carried over unchanged."""
+    try:
+        page = path.read_text()
+    except FileNotFoundError:
+        return []
+    return ["\n" + match.group(0) for match in
+            re.finditer(r"<!-- kept:([\w-]+) -->.*?<!-- /kept:\1 -->", page, re.S)]

@@ -237,3 +237,26 @@ def test_a_post_interrupted_beyond_the_nonce_window_is_found_not_resent(
     server.inject(403, method="GET")
     make_sink(root, server).deliver(other)
     assert len(server.messages_in(thread)) == 3
+
+
+def test_the_thread_is_renamed_once_when_the_session_gets_a_title(
+        root: Path, server: DiscordServer) -> None:
+    sink = make_sink(root, server)
+    untitled = make_live_event(session_id="s", turn_id="1", user_message="hello there",
+                               reply="hi").with_text(redacted=True)
+    sink.deliver(untitled)
+    [thread] = server.threads.values()
+    assert thread.name.startswith("hello there · ")
+    for number in (2, 3):
+        sink.deliver(_turn("s", number))  # Hermes titled the session: "Title s"
+    assert thread.name.startswith("Title s · ") and thread.name.endswith(
+        server.renames[0][1][-6:])
+    assert len(server.renames) == 1
+
+
+def test_the_footer_setting(root: Path, server: DiscordServer) -> None:
+    context = PluginContext(home=root, state_dir=root / "roam", secret=lambda name: TOKEN)
+    sink = DiscordSink({**settings(server), "discord_footer": True}, context)
+    sink.deliver(_turn("s", 1).with_text(model="stub-model"))
+    [message] = server.all_messages()
+    assert message["content"].splitlines()[-1].startswith("-# stub-model")

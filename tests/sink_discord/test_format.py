@@ -92,3 +92,21 @@ def test_thread_names_are_sanitized_and_bounded() -> None:
     assert units(long) <= 100 and long.endswith("…")
     assert units(thread_name(_event(title="🙂" * 80))) <= 100
     assert thread_name(_event(title="t", profile="work")) == "[work] t"
+
+
+def test_an_unclosed_fence_in_the_users_text_cannot_swallow_the_reply() -> None:
+    for user in ("look:\n```python\nprint(1)", "inline ``` opener", "```\n```\n```js"):
+        text = format_turn(_event(user_message=user, reply="the answer"))
+        before = text.split("**Hermes**")[0]
+        assert before.count("```") % 2 == 0, text  # every fence opened is closed first
+        assert text.endswith("**Hermes**\nthe answer")
+    text = format_turn(_event(user_message="u", reply="```\nunclosed code"))
+    assert text.count("```") % 2 == 0
+
+
+def test_the_footer_names_model_profile_and_time() -> None:
+    event = _event(model="stub-model", profile="work", time=1_772_355_600.0)
+    assert "-#" not in format_turn(event)
+    footer = format_turn(event, footer=True).splitlines()[-1]
+    assert footer.startswith("-# ") and "stub-model" in footer and "work" in footer
+    assert "2026-03-01 09:00 UTC" in footer

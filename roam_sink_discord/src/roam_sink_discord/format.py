@@ -9,6 +9,7 @@ and reopened so each part renders on its own.
 
 from __future__ import annotations
 
+import datetime
 import re
 import unicodedata
 from collections.abc import Iterator
@@ -103,11 +104,28 @@ def split_message(text: str, limit: int = MESSAGE_LIMIT) -> list[str]:
     return _balance_fences(chunks) if fenced else chunks
 
 
-def format_turn(event: TurnEvent) -> str:
-    """One turn as Discord markdown: the user's message, then the reply."""
-    user = event.user_message.strip() or "(no text)"
-    reply = event.reply.strip() or "(no reply)"
-    return f"**You**\n{user}\n\n**Hermes**\n{reply}"
+def _closed(text: str) -> str:
+    """`text` with a code fence it leaves open closed, so what follows renders as text.
+
+    Discord opens a code block at any ``` (not only at a line start), so they are counted.
+    """
+    return f"{text}\n```" if text.count("```") % 2 else text
+
+
+def footer_line(event: TurnEvent) -> str:
+    """Discord subtext naming the model, the profile and the turn's time (UTC)."""
+    when = datetime.datetime.fromtimestamp(event.time, datetime.UTC).strftime(
+        "%Y-%m-%d %H:%M UTC")
+    parts = [_one_line(event.model), _one_line(event.profile or "default"), when]
+    return "-# " + " · ".join(part for part in parts if part)
+
+
+def format_turn(event: TurnEvent, footer: bool = False) -> str:
+    """One turn as Discord markdown: the user's message, then the reply (then a footer)."""
+    user = _closed(event.user_message.strip()) or "(no text)"
+    reply = _closed(event.reply.strip()) or "(no reply)"
+    text = f"**You**\n{user}\n\n**Hermes**\n{reply}"
+    return f"{text}\n{footer_line(event)}" if footer else text
 
 
 def _one_line(text: str) -> str:

@@ -25,6 +25,8 @@ def roam_session_sinks() -> Iterator[SinkPlugin]:
             Setting("discord_channel_id", "the channel that holds the threads", required=True),
             Setting("discord_api_base", "the Discord API base, version included",
                     default="https://discord.com/api/v10"),
+            Setting("discord_footer", "end each post with the model, the profile and the "
+                    "time", default=False),
             Setting("ROAM_DISCORD_BOT_TOKEN", "the bot's token (a secret, never in config.yaml)",
                     required=True, secret=True),
         ),

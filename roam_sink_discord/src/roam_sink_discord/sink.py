@@ -70,6 +70,17 @@ _REFUSALS: tuple[tuple[type[Exception], str], ...] = (
     (NotFound, "deleted"), (ThreadArchived, "archived"), (Forbidden, "locked"))
 
 
+def _flag(value: Any, name: str) -> bool:
+    """A yes/no setting (YAML gives a bool; `roam config set` may give the word)."""
+    if isinstance(value, bool):
+        return value
+    if str(value).strip().lower() in ("true", "yes", "on", "1"):
+        return True
+    if str(value).strip().lower() in ("false", "no", "off", "0", "", "none"):
+        return False
+    raise ConfigError(f"{name} must be true or false, not {value!r}")
+
+
 def nonce_for(event_id: str, part: int) -> str:
     """Discord's nonce for one part of one event: deterministic, at most 25 characters."""
     return hashlib.sha256(f"{event_id}:{part}".encode()).hexdigest()[:25]
@@ -93,6 +104,7 @@ class DiscordSink:
             raise ConfigError("discord_api_base must not contain credentials; the bot token "
                               f"is the secret {TOKEN_SECRET}")
         self.context = context
+        self.footer = _flag(settings.get("discord_footer", False), "discord_footer")
         self.threads = ThreadMap(Path(context.home))
         self.client = client or DiscordClient(self.api_base, self._token)
 
@@ -131,7 +143,7 @@ class DiscordSink:
             for recent in entry.get("recent", []):
                 if recent.get("event_id") == event.event_id:
                     return self._receipt(event, entry["thread_id"], recent["message_ids"])
-        parts = split_message(format_turn(event))
+        parts = split_message(format_turn(event, footer=self.footer))
         fresh = ""
         while True:
             entry = self.threads.get(self.channel, key) or {}

@@ -34,7 +34,9 @@ MAX_BACKOFF = 300.0
 HELD_RETRY = 60.0
 REJECT_AFTER = 3
 POLL_SECONDS = 10.0
-EXIT_GRACE_SECONDS = 2.0
+#: At interpreter exit the sender may finish a pass only until this long after the last
+#: turn this process spooled (the turn is durable already; the rest waits in the spool).
+EXIT_GRACE_SECONDS = 0.4
 
 SinkLoader = Callable[[str, Mapping[str, Any], Path], Sink]
 
@@ -287,6 +289,7 @@ class _Runner:
     def __init__(self, root: Path) -> None:
         self.sender = Sender(root)
         self.wake_event = threading.Event()
+        self.last_turn = time.monotonic()
         self.idle = threading.Event()
         self.idle.set()
         context = contextvars.copy_context()  # keeps Hermes's secret scope, if any
@@ -315,9 +318,14 @@ class _Runner:
             log.warning("roam mirror: cannot tell the next retry time: %s", _describe(error))
             return POLL_SECONDS
 
-    def shutdown(self, grace: float) -> None:
-        """At exit: let a pending or running pass finish for up to `grace` seconds."""
-        deadline = time.monotonic() + grace
+    def shutdown(self, grace: float, since_turn: bool = False) -> None:
+        """At exit: let a pending or running pass finish for up to `grace` seconds.
+
+        With `since_turn` the grace counts from the last turn this process spooled, so a
+        process exits at most `grace` seconds after its turn ended whatever Discord does.
+        """
+        start = self.last_turn if since_turn else time.monotonic()
+        deadline = min(start + grace, time.monotonic() + grace)
         if self.wake_event.is_set():
             time.sleep(0.01)  # let the thread pick the wake up
         while time.monotonic() < deadline and (self.wake_event.is_set()
@@ -336,7 +344,8 @@ def ensure_started(root: Path) -> None:
     """Start this process's sender thread for `root` (idempotent) and wake it.
 
     The thread also drains turns spooled by earlier processes (`hermes -z`) and by other
-    processes sharing the home; at interpreter exit it gets a short grace to finish.
+    processes sharing the home; at interpreter exit it may go on until `EXIT_GRACE_SECONDS`
+    after the last turn, never longer (a hung Discord does not hold the process).
     """
     global _atexit_registered
     key = Path(root).absolute()
@@ -349,6 +358,7 @@ def ensure_started(root: Path) -> None:
         if not _atexit_registered:
             atexit.register(_shutdown_all)
             _atexit_registered = True
+    runner.last_turn = time.monotonic()
     runner.wake_event.set()
 
 
@@ -373,7 +383,10 @@ def _shutdown_all() -> None:
         runners = list(_runners.values())
         _runners.clear()
     for runner in runners:
-        runner.shutdown(EXIT_GRACE_SECONDS)
+        started = time.monotonic()
+        runner.shutdown(EXIT_GRACE_SECONDS, since_turn=True)
+        log.info("roam mirror: sender let go at exit after %.3f s (%.3f s after the turn)",
+                 time.monotonic() - started, time.monotonic() - runner.last_turn)
 
 
 def retry_given_up(root: Path, event_ids: Iterable[str] = (), sink: str = "",
