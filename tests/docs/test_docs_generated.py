@@ -81,7 +81,7 @@ def test_usage_lines_parse_back() -> None:
             if action.required and action.option_strings:
                 argv += [action.option_strings[-1], "1"]
             elif not action.option_strings and action.nargs != "?":
-                argv.append("x")
+                argv.append(next(iter(action.choices)) if action.choices else "x")
         parser.parse_args(argv)
 
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from roam_core import __version__
 from roam_core.cli import output
+from roam_core.cli.helptext import EXIT_CODES, GroupedHelpFormatter, decorate, grouped_verbs
 from roam_core.cli.output import error
 from roam_core.cli.parser import (
     EX_USAGE,
@@ -26,18 +27,19 @@ from roam_core.errors import RoamError, describe, describe_os_error
 
 #: Modules under `roam_core.cli` that add verbs; each has `register(subparsers)`.
 COMMAND_MODULES = ("listing", "rules", "demo", "config", "sync", "pull", "doctor", "auto", "mirror",
-                   "check", "sessions", "backups")
+                   "check", "sessions", "backups", "completion")
 
 
 def build_parser(prog: str = "roam") -> argparse.ArgumentParser:
     """The whole command tree; `hermes roam` mounts the same subcommands."""
     parser = RoamParser(
-        prog=prog,
+        prog=prog, formatter_class=GroupedHelpFormatter,
         description="Keep a Hermes Agent home in sync between your machines, end-to-end "
         "encrypted, through storage you own.",
     )
     parser.add_argument("--version", action="version", version=f"roam {__version__}")
     add_verbs(parser)
+    parser.epilog = grouped_verbs(parser) + "\n\n" + EXIT_CODES
     return parser
 
 
@@ -50,6 +52,7 @@ def add_verbs(parser: argparse.ArgumentParser) -> None:
     for name in COMMAND_MODULES:
         importlib.import_module(f"roam_core.cli.{name}").register(subparsers)
     spread_global_flags(parser)
+    decorate(parser)
 
 
 def run(args: argparse.Namespace) -> int:
