@@ -7,7 +7,30 @@ import argparse
 from roam_core.cli.common import operation
 from roam_core.cli.output import emit_json, sanitize
 from roam_core.cli.progress import Progress
-from roam_core.cli.sync import _size, print_capped
+from roam_core.cli.sync import CAP, _size
+
+#: Only these plan lines are capped: everything else asks for a decision or says what is lost.
+CAPPED = ("added: ", "changed: ", "local change ")
+
+
+def print_plan(lines: list[str], *, show_all: bool = False, indent: str = "  ") -> None:
+    """The plan for people: added/changed lines capped at `CAP` unless `show_all`.
+
+    Conflicts, config and memory conflicts, kept-local paths, removals, refusals and cron
+    lines are never cut: a long pull must not hide what needs a decision.
+    """
+    shown = 0
+    hidden = 0
+    for line in lines:
+        if line.startswith(CAPPED) and not show_all:
+            if shown >= CAP:
+                hidden += 1
+                continue
+            shown += 1
+        print(f"{indent}{sanitize(line)}")
+    if hidden:
+        print(f"{indent}… {hidden} more added/changed (--all or --json shows every "
+              "line)")
 
 
 def _pull(args: argparse.Namespace) -> int:
@@ -33,8 +56,7 @@ def _pull(args: argparse.Namespace) -> int:
         return result.exit_code
     print(f"roam: generation {plan.generation} from {sanitize(plan.device)} ({plan.created}) "
           f"into {sanitize(root)}")
-    lines = list(iter_lines(plan))
-    print_capped(lines)
+    print_plan(list(iter_lines(plan)), show_all=args.all)
     print(f"  unchanged: {plan.unchanged} file(s)")
     if cron_off:
         print("roam: sync_cron is off on this device, so no cron job definitions travel here "
@@ -64,7 +86,7 @@ def print_resume(jobs: list[dict[str, str]]) -> None:
     if not jobs:
         return
     print(f"roam: {len(jobs)} cron job(s) landed PAUSED; review each, then approve it with:")
-    print_capped([f"{job['resume']}    # {job['name']} ({job['change']})" for job in jobs])
+    print_plan([f"{job['resume']}    # {job['name']} ({job['change']})" for job in jobs])
 
 
 def _diff(args: argparse.Namespace) -> int:
@@ -85,7 +107,7 @@ def _diff(args: argparse.Namespace) -> int:
             groups["shared"].append(line)
     for scope, lines in groups.items():
         print(f"{scope}: {len(lines)}")
-        print_capped(lines)
+        print_plan(lines, show_all=args.all)
     print(f"unchanged: {plan.unchanged} file(s)")
     return 0
 
@@ -126,10 +148,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--cron", action="store_true",
                         help="only the cron job definitions (sync_cron); new or changed jobs "
                         "land paused; does not advance the generation this device has seen")
+    parser.add_argument("--all", action="store_true",
+                        help=f"list every added and changed path (else the first {CAP})")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=_pull)
 
     parser = subparsers.add_parser("diff", help="the pull preview grouped by scope class")
+    parser.add_argument("--all", action="store_true",
+                        help=f"list every added and changed path (else the first {CAP})")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=_diff)
 
