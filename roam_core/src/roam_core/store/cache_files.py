@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,8 @@ def write_known(path: Path, lines: list[str], *, append: bool) -> None:
 def write_cache(path: Path, data: bytes) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        # per thread too: trees and indexes are read (and cached) by several threads at once
+        temp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         temp.write_bytes(data)
         os.replace(temp, path)
     except OSError:
