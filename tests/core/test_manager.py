@@ -99,7 +99,7 @@ def test_missing_backend_error_names_the_fix(monkeypatch: pytest.MonkeyPatch) ->
         manager.backend("s3")
     monkeypatch.setenv("ROAM_DISABLED_PLUGINS", "")
     manager = PluginManager()
-    with pytest.raises(PluginError, match=r"pip install roam-core\[s3\]"):
+    with pytest.raises(PluginError, match=r"pip install 'roam-core\[s3\]'"):
         manager._missing("backend", "s3", {})
     with pytest.raises(PluginError, match="no backend named 'nope'"):
         manager.backend("nope")

@@ -4,4 +4,17 @@ Importing this package is cheap on purpose: no plugin is discovered and no backe
 library (boto3, GitPython, httpx) or Hermes module is imported until a command needs it.
 """
 
-__version__ = "0.1.0"
+
+
+def _version() -> str:
+    # roam_core/pyproject.toml is the one place the version is written; this reads it back
+    # from the installed distribution's metadata.
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("roam-core")
+    except PackageNotFoundError:  # imported from a source tree that was never installed
+        return "0+unknown"
+
+
+__version__ = _version()

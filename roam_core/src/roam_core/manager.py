@@ -33,10 +33,10 @@ DISABLE_ENV = "ROAM_DISABLED_PLUGINS"
 
 #: Where the first-party plugins live, so a missing one's error names the fix.
 INSTALL_HINTS = {
-    "local": "roam-backend-local (pip install roam-core[local])",
-    "s3": "roam-backend-s3 (pip install roam-core[s3])",
-    "git": "roam-backend-git (pip install roam-core[git])",
-    "discord": "roam-sink-discord (pip install roam-core[discord])",
+    "local": "roam-backend-local (pip install 'roam-core[local]')",
+    "s3": "roam-backend-s3 (pip install 'roam-core[s3]')",
+    "git": "roam-backend-git (pip install 'roam-core[git]')",
+    "discord": "roam-sink-discord (pip install 'roam-core[discord]')",
 }
 
 

@@ -98,6 +98,11 @@ def _stdout_gone() -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Console-script entry point."""
     words = list(sys.argv[1:] if argv is None else argv)
+    if sys.platform == "win32":
+        # roam locks with flock and installs with POSIX renames: say so before any import
+        # of fcntl fails with a traceback (decision in docs/decisions.md)
+        error("native Windows is not supported (roam needs POSIX file locking); use WSL")
+        return 1
     if words == ["--version"]:  # answered before any command module is imported
         print(f"roam {__version__}")
         return 0
