@@ -54,6 +54,8 @@ CORE_SETTINGS = {
     "redact_patterns": "your own secret patterns (regular expressions), masked by the mirror "
                        "and looked for by the push scanner; a group named `secret` marks the "
                        "part to mask",
+    "never_list_exceptions": "credential files (by exact path) you share on purpose despite "
+                              "the never-list; every push warns about each one",
 }
 
 #: Secrets roam reads (environment, or `ROAM_*` lines of the root home's `.env`; inside

@@ -188,3 +188,34 @@ def test_credential_values(value: str, credential: bool) -> None:
 ])
 def test_home_paths(value: str, home: bool) -> None:
     assert has_home_path(value) is home
+
+
+# Issue 26: secrets the key names do not give away, found by position.
+POSITIONAL = """\
+mcp_servers:
+  gh:
+    command: gh-mcp
+    args: ["--token", "Zx81kPq2Lm0vRt7YwE3sNc", "--verbose"]
+  db:
+    command: db-mcp
+    args: ["--password=hunter2hunter2", "--port", "5432"]
+  weather:
+    url: https://api.example.org/v1?city=x&api_key=Qm9vZ3lfa2V5XzEy
+  plain:
+    command: plain-mcp
+    args: ["--port", "8080", "--name", "fine"]
+backup:
+  pwd: short1
+  pass: hunter22
+  passphrase: correct horse battery staple
+"""
+
+
+def test_secrets_by_position_are_stripped() -> None:
+    text = shared_projection(POSITIONAL)
+    for secret in ("Zx81kPq2Lm0vRt7YwE3sNc", "hunter2hunter2", "Qm9vZ3lfa2V5XzEy", "short1",
+                   "hunter22", "correct horse"):
+        assert secret not in text, secret
+    kept = yaml.safe_load(text)
+    assert kept["mcp_servers"]["plain"]["args"] == ["--port", "8080", "--name", "fine"]
+    assert "args" not in kept["mcp_servers"].get("gh", {})

@@ -33,11 +33,12 @@ DEFAULTS: dict[str, Any] = {
     "operation_timeout_seconds": 3600,
     "redact_env_values": True,
     "redact_patterns": [],
+    "never_list_exceptions": [],
 }
 
 #: How `roam config set` checks a core setting's value (the rest follow their default's type).
 _CORE_KINDS = {"backend": "backend", "device_name": "text", "mirror_sinks": "sinks",
-               "redact_patterns": "patterns"}
+               "redact_patterns": "patterns", "never_list_exceptions": "credential files"}
 
 SETTINGS_PATH = ("plugins", "entries", "roam", "settings")
 
@@ -224,6 +225,10 @@ class Registry:
             from roam_core.secretscan.rules import user_rules
 
             user_rules(value)  # a list of valid regular expressions, or a ConfigError
+        elif declared.kind == "credential files":
+            from roam_core.scope.never import allowed_credentials
+
+            allowed_credentials(value)
 
 
 def _one_of(name: str, value: Any, installed: tuple[str, ...], kind: str) -> None:

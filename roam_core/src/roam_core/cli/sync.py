@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from roam_core.cli.common import operation
@@ -100,17 +101,20 @@ def _status(args: argparse.Namespace) -> int:
 
 def _push(args: argparse.Namespace) -> int:
     from roam_core.engine.push import push
+    from roam_core.secretscan.scan import SecretsFound
 
     with operation(args, "push") as session:
         progress = Progress("push", quiet=args.quiet or args.json)
         try:
             result = push(session, force=args.force, dry_run=args.dry_run,
                           progress=progress)
+        except SecretsFound as found:
+            return _secrets_found(args, found)
         finally:
             progress.close()
     if args.json:
         emit_json(result.as_json())
-        return 0
+        return 1 if result.findings else 0
     for line in result.notes:
         print(f"roam: {sanitize(line)}")
     print_skipped(result.skipped)
@@ -126,11 +130,30 @@ def _push(args: argparse.Namespace) -> int:
                  + [f"removed: {p}" for p in result.removed])
         print(f"roam: would push {len(lines)} change(s), {_size(result.bytes_changed)}:")
         print_capped(lines)
+        if result.findings:
+            print(f"roam: the push would stop: {len(result.findings)} secret-looking value(s):")
+            print_capped([str(finding) for finding in result.findings])
+            return 1
         return 0
     print(f"roam: pushed generation {result.generation} ({len(result.added)} added, "
           f"{len(result.changed)} changed, {len(result.removed)} removed; "
           f"{_size(result.uploaded_bytes)} uploaded)")
     return 0
+
+
+def _secrets_found(args: argparse.Namespace, found: Exception) -> int:
+    """The stopped push's findings, one `path:line rule (masked excerpt)` per line."""
+    from roam_core.secretscan.scan import SecretsFound
+
+    assert isinstance(found, SecretsFound)
+    if args.json:
+        emit_json({"error": "secrets found", "pushed": False,
+                   "secret_findings": [finding.as_json() for finding in found.findings]})
+        return 1
+    for line in str(found).splitlines():
+        print(f"roam: {sanitize(line)}" if not line.startswith(" ") else sanitize(line),
+              file=sys.stderr)
+    return 1
 
 
 def _devices(args: argparse.Namespace) -> int:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
-from roam_core.config.sensitive import is_secret_key, is_sensitive_value
+from roam_core.config.sensitive import is_secret_key, is_sensitive_value, secret_in_args
 from roam_core.config.yamlio import AliasUse, dump_plain, load_document, load_mapping
 from roam_core.errors import ConfigError
 
@@ -85,6 +85,8 @@ def path_name(path: KeyPath) -> str:
 
 
 def _sensitive_list(items: Sequence[Any]) -> bool:
+    if secret_in_args(list(items)):  # `args: [--token, VALUE]`: the value's position tells
+        return True
     for item in items:
         if isinstance(item, dict):
             if any(is_secret_key(key) or is_sensitive_value(key) or

@@ -11,7 +11,8 @@ import re
 
 #: A key holding one of these words is secret-looking.
 SECRET_WORDS = frozenset({
-    "password", "passwd", "passphrase", "secret", "secrets", "token", "apikey", "credential",
+    "password", "passwd", "passphrase", "pwd", "pass", "passcode", "secret", "secrets", "token",
+    "apikey", "credential",
     "credentials", "auth", "authorization", "oauth", "bearer", "cookie", "cookies", "webhook",
     "dsn", "privatekey", "accesskey", "secretkey", "jwt", "totp", "otp", "sessionid",
 })
@@ -50,7 +51,9 @@ _CREDENTIAL_VALUES = re.compile(
     r"|discord(?:app)?\.com/api/webhooks/"
     r"|hooks\.slack\.com/services/"
     r"|\b[Bb]earer\s+[A-Za-z0-9._~+/=-]{12,}"
-    r"|[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@"      # credentials in a URL
+    r"|[a-z][a-z0-9+.-]*://[^/\s:@]*:[^/\s@]+@"      # credentials in a URL (any user)
+    r"|[?&;][a-z0-9_-]*(?:api[_-]?key|apikey|token|secret|password|passwd|pwd|signature|sig"
+    r"|auth)=[^&\s#]{6,}"                             # a query parameter named like a secret
     r")"
 )
 #: A long token-shaped string mixing upper case, lower case and digits (hashes, UUIDs and
@@ -94,6 +97,24 @@ def looks_like_credential(value: str) -> bool:
     stripped = value.strip()
     return bool(_OPAQUE_TOKEN.match(stripped)) and any(c.isupper() for c in stripped) \
         and any(c.islower() for c in stripped) and any(c.isdigit() for c in stripped)
+
+
+def is_secret_flag(arg: object) -> bool:
+    """A command-line flag whose value is a secret: `--token`, `--api-key`, `--password=…`."""
+    if not isinstance(arg, str) or not arg.startswith("-"):
+        return False
+    name = arg.lstrip("-").split("=", 1)[0]
+    return bool(name) and is_secret_key(name)
+
+
+def secret_in_args(items: list[object]) -> bool:
+    """Whether an argument list holds a secret flag with a value (`--token X`, `--token=X`)."""
+    for index, item in enumerate(items):
+        if is_secret_flag(item):
+            flag = str(item)
+            if ("=" in flag and flag.split("=", 1)[1]) or index + 1 < len(items):
+                return True
+    return False
 
 
 def has_home_path(value: str) -> bool:

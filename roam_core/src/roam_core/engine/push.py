@@ -26,7 +26,9 @@ from roam_core.engine.scan import (
 from roam_core.engine.session import Session, hermes_version
 from roam_core.engine.state import LocalState, raise_floor, save_state
 from roam_core.errors import ConflictError, RefConflict, UserError
+from roam_core.scope.never import allowed_credentials
 from roam_core.scope.walk import hidden_by
+from roam_core.secretscan.scan import Finding, SecretsFound
 from roam_core.store.manifest import MAX_FOLDERS, MAX_PATH, FileEntry, Manifest, synced_mode
 from roam_core.store.objects import Head, Snapshot
 from roam_core.store.packer import Packer
@@ -51,9 +53,15 @@ class PushResult:
     notes: list[str] = field(default_factory=list)
     #: shared paths the walk left out, each {"path", "reason"} (a symlink, an odd name...)
     skipped: list[dict[str, str]] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    scanned: int = 0
+    scan_seconds: float = 0.0
 
     def as_json(self) -> dict[str, object]:
-        return {"generation": self.generation, "added": self.added, "changed": self.changed,
+        return {"secret_findings": [finding.as_json() for finding in self.findings],
+                "secret_scan_files": self.scanned,
+                "secret_scan_seconds": round(self.scan_seconds, 4),
+                "generation": self.generation, "added": self.added, "changed": self.changed,
                 "removed": self.removed, "carried_forward": self.carried,
                 "bytes_changed": self.bytes_changed, "uploaded_bytes": self.uploaded_bytes,
                 "dry_run": self.dry_run, "nothing_to_push": self.nothing,
@@ -133,6 +141,10 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
 
     result = PushResult(dry_run=dry_run, notes=list(archive.notes),
                         skipped=[{"path": rel, "reason": why} for rel, why in sorted(skipped)])
+    result.notes += [f"warning: sharing the credential file {rel} on purpose "
+                     "(never_list_exceptions)"
+                     for rel in allowed_credentials(session.settings.get("never_list_exceptions"))
+                     if rel in files]
     if session.settings.get("sync_sessions") is True:
         result.archive = archive.as_json()
     manifest: Manifest = {}
@@ -176,8 +188,12 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
         result.nothing = True
         cache.save(files)
         return result
+    # Before anything is uploaded: a finding stops the push (the dry run lists it).
+    result.findings = scan_outgoing(session, to_send, host_keys, result)
     if dry_run:
         return result
+    if result.findings:
+        raise SecretsFound(result.findings)
 
     known = session.repo.known_blobs()
     for entry in base.values():
@@ -212,6 +228,28 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
     _publish(session, state, view, manifest, result, projections, base, base_folders)
     cache.save(files)
     return result
+
+
+def scan_outgoing(session: Session, to_send: list[LocalFile], host_keys: tuple[str, ...],
+                  result: PushResult) -> list[Finding]:
+    """Secret findings in the files about to be uploaded (only changed ones reach here)."""
+    import time
+
+    from roam_core.secretscan.scan import scanner_for
+
+    started = time.perf_counter()
+    scanner = scanner_for(session.root, session.state_dir, session.settings)
+    findings: list[Finding] = []
+    for item in to_send:
+        try:
+            with item.open_content(host_keys) as handle:
+                data = handle.read()
+        except FileNotFoundError:
+            continue  # vanished: the upload loop notices too
+        findings.extend(scanner.scan_bytes(item.rel, data))
+        result.scanned += 1
+    result.scan_seconds = time.perf_counter() - started
+    return findings
 
 
 def _vanished(result: PushResult, rel: str) -> None:

@@ -224,7 +224,7 @@ def load_scope(root: Path, manager: PluginManager | None = None,
     tiers) default to the root's own `config.yaml` settings block.
     """
     from roam_core.scope import builtin
-    from roam_core.scope.never import HARD_RULES
+    from roam_core.scope.never import hard_rules
     from roam_core.scope.rulesfile import load_rules_file
 
     if settings is None:
@@ -242,7 +242,7 @@ def load_scope(root: Path, manager: PluginManager | None = None,
     # the built-in rules are core's: present even if their entry point was disabled
     if builtin.PROVIDER not in {rule_set.provider for rule_set in sets}:
         sets.extend(builtin.rule_sets(root))
-    return ScopeModel(root, HARD_RULES, user, _sorted(sets), settings,
+    return ScopeModel(root, hard_rules(settings), user, _sorted(sets), settings,
                       host_keys=rules_file.host_keys,
                       rules_file=rules_file.path if rules_file.exists else None)
 

@@ -8,20 +8,38 @@ what it lacks.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from roam_core.scope.patterns import Glob
 from roam_core.types import Scope, ScopeRule
 
 ROAM_STATE = "roam's own state never travels"
 CREDENTIALS = "credentials never travel"
 
-#: Files and folders that hold credentials, at any depth.
+#: Files and folders that hold credentials, at any depth: Hermes's own, then the common
+#: tools' credential stores (a skill folder copied from a project brings them along).
 CREDENTIAL_PATTERNS = (
-    "**/.env", "**/.env/", "**/.env.*", "**/auth.json", "**/auth.json.*",
+    "**/.env", "**/.env/", "**/.env.*", "**/.env.*/", "**/.envrc",
+    "**/auth.json", "**/auth.json.*",
+    # keys and key stores
     "**/*.pem", "**/*.key", "**/*.p12", "**/*.pfx", "**/*.keystore", "**/*.jks",
-    "**/id_rsa*", "**/id_dsa*", "**/id_ecdsa*", "**/id_ed25519*",
+    "**/keystore*", "**/*.kdbx", "**/secring.gpg",
+    "**/id_rsa*", "**/id_dsa*", "**/id_ecdsa*", "**/id_ed25519*", "**/.ssh/", "**/.gnupg/",
+    # tool credential files
     "**/.netrc", "**/.pgpass", "**/.git-credentials", "**/.npmrc", "**/.pypirc",
-    "**/credentials.json", "**/client_secret*.json",
+    "**/.htpasswd", "**/.dockercfg", "**/.docker/config.json", "**/.boto", "**/.s3cfg",
+    "**/credentials", "**/credentials.json", "**/client_secret*.json",
+    "**/application_default_credentials.json", "**/service-account*.json",
+    "**/secrets.yaml", "**/secrets.yml", "**/token.txt",
+    # cloud and cluster CLIs, infrastructure state
+    "**/.aws/", "**/.azure/", "**/.config/gcloud/", "**/.config/gh/hosts.yml",
+    "**/.kube/", "**/kubeconfig", "**/*.kubeconfig", "**/.terraform.d/credentials.tfrc.json",
+    "**/terraform.tfstate", "**/terraform.tfstate.*", "**/*.tfstate",
 )
+#: Hermes's own secret stores: never shareable, not even by `never_list_exceptions`.
+HERMES_SECRET_NAMES = (".env", "auth.json")
+ALLOWED_CREDENTIALS = "shared on purpose (never_list_exceptions)"
 
 HARD_RULES: tuple[ScopeRule, ...] = (
     ScopeRule("roam/installed-plugins.json", Scope.SHARED,
@@ -48,4 +66,47 @@ def refusal(pattern: str, glob: Glob) -> str | None:
     for probe in _CREDENTIAL_PROBES:
         if Glob(pattern, ignore_case=True).matches(probe):
             return f"it would share {probe} ({CREDENTIALS})"
+    # the pattern's own text read as a path: `skills/**/secrets.yaml` names a credential file
+    for credential in CREDENTIAL_PATTERNS:
+        if Glob(credential, ignore_case=True).matches(pattern):
+            return f"it names credential files ({credential.removeprefix('**/')}); " \
+                   f"{CREDENTIALS}; name one file in never_list_exceptions if you must"
     return None
+
+
+def allowed_credentials(value: object) -> tuple[str, ...]:
+    """The paths of the `never_list_exceptions` setting, checked.
+
+    Raises:
+        ConfigError: unless it is a list of plain relative paths (no wildcard) outside
+            `roam/` that are not Hermes's own `.env` or `auth.json`.
+    """
+    from roam_core.errors import ConfigError
+
+    if value in (None, "", []):
+        return ()
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ConfigError("never_list_exceptions must be a list of file paths, e.g. "
+                          "[skills/deploy/secrets.yaml]")
+    paths = []
+    for item in value:
+        path = item.strip().strip("/")
+        name = path.rsplit("/", 1)[-1].lower()
+        if not path or any(c in path for c in "*?[") or ".." in path.split("/"):
+            raise ConfigError(f"never_list_exceptions: {item!r} must name one file (no "
+                              "wildcards), relative to the home")
+        if path.lower().split("/")[0] == "roam" or name in HERMES_SECRET_NAMES \
+                or name.startswith(".env"):
+            raise ConfigError(f"never_list_exceptions: {item!r} can never be shared")
+        paths.append(path)
+    return tuple(paths)
+
+
+def hard_rules(settings: Mapping[str, Any]) -> tuple[ScopeRule, ...]:
+    """The hard rules, with the files `never_list_exceptions` names shared before them."""
+    allowed = allowed_credentials(settings.get("never_list_exceptions"))
+    if not allowed:
+        return HARD_RULES
+    roam_rules = HARD_RULES[:3]
+    return (*roam_rules, *(ScopeRule(path, Scope.SHARED, ALLOWED_CREDENTIALS)
+                           for path in allowed), *HARD_RULES[3:])

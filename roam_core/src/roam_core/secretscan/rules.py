@@ -52,8 +52,8 @@ def not_placeholder(value: str) -> bool:
 
 def credential_value(value: str) -> bool:
     """A value assigned to a secret-named key that is worth a finding on push."""
-    if not not_placeholder(value) or value.isdigit():
-        return False
+    if not not_placeholder(value) or value.isdigit() or "(" in value or "[" in value:
+        return False  # a placeholder, a number, or code (`getpass.getpass()`, `env["X"]`)
     if value.lower() in ("true", "false", "none", "null", "required", "optional"):
         return False
     return len(value) >= 8 and (looks_random(value) or any(c.isdigit() for c in value)

@@ -1,0 +1,169 @@
+"""The push scanner: secret-shaped content in the files a push is about to upload.
+
+Like a code host's push protection: before anything is uploaded, the content of every
+changed shared file (and the config projection) is searched with the shared rule table in
+its strict form, the user's `redact_patterns`, and the literal secrets of this machine
+(secret-named or random-looking `.env` values and roam's own secrets, held in memory only).
+A finding stops the push (exit 1) unless its fingerprint is listed in the local file
+`roam/secrets-allow.yaml`. A fingerprint is a keyed digest of the path, the rule and the
+secret: it never contains the secret, and the same secret elsewhere is a new finding.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from roam_core.errors import ConfigError, UserError
+from roam_core.secretscan.mask import MASK, mask_text
+from roam_core.secretscan.rules import RULES, Rule, user_rules
+
+ALLOW_FILE = "secrets-allow.yaml"
+#: Files whose first bytes hold a NUL are binary: images, archives, databases.
+BINARY_PROBE = 8192
+#: Larger files are not scanned (text this large is data, and reading it twice costs).
+MAX_SCAN_BYTES = 32 << 20
+EXCERPT = 80
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One secret-looking thing in one file, described without the secret."""
+
+    path: str
+    line: int
+    rule: str
+    excerpt: str
+    fingerprint: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line} {self.rule} ({self.excerpt}) [{self.fingerprint}]"
+
+    def as_json(self) -> dict[str, Any]:
+        return {"path": self.path, "line": self.line, "rule": self.rule,
+                "excerpt": self.excerpt, "fingerprint": self.fingerprint}
+
+
+class SecretsFound(UserError):
+    """A push met secret-looking content; nothing was uploaded."""
+
+    def __init__(self, findings: list[Finding]) -> None:
+        self.findings = findings
+        lines = "\n".join(f"  {finding}" for finding in findings[:50])
+        more = f"\n  … and {len(findings) - 50} more" if len(findings) > 50 else ""
+        super().__init__(
+            f"push stopped: {len(findings)} secret-looking value(s) in shared files; nothing "
+            f"was uploaded:\n{lines}{more}\nFix the file, keep it local (`local:` in "
+            "roam/rules.yaml), or allow one finding by adding its fingerprint to "
+            f"roam/{ALLOW_FILE}")
+
+
+def fingerprint(path: str, rule: str, secret: str) -> str:
+    """A digest naming one finding; the secret cannot be read back from it."""
+    digest = hashlib.blake2b(f"{path}\0{rule}\0{secret}".encode("utf-8", "surrogatepass"),
+                             digest_size=10, key=b"roam-secret-finding")
+    return digest.hexdigest()
+
+
+def _excerpt(text: str, start: int, end: int) -> str:
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", start)
+    line_end = len(text) if line_end < 0 else line_end
+    line = text[line_start:start] + MASK + text[min(end, line_end):line_end]
+    line = mask_text(line).strip()  # anything else secret on the same line
+    return line if len(line) <= EXCERPT else line[:EXCERPT - 1] + "…"
+
+
+class Scanner:
+    """The rules, user patterns, literals and allowed fingerprints of one push."""
+
+    def __init__(self, literals: Iterable[str] = (), extra: Iterable[Rule] = (),
+                 allowed: Iterable[str] = ()) -> None:
+        self.rules = tuple(rule for rule in (*RULES, *extra) if not rule.mirror_only)
+        self.literals = tuple(literal for literal in literals if literal)
+        self.allowed = frozenset(allowed)
+
+    def scan_text(self, path: str, text: str) -> list[Finding]:
+        """Every finding in one file's text, allowed ones left out."""
+        spans: dict[tuple[int, int], str] = {}
+        for literal in self.literals:
+            at = text.find(literal)
+            while at >= 0:
+                spans.setdefault((at, at + len(literal)), "literal-secret")
+                at = text.find(literal, at + len(literal))
+        lowered = text.lower()
+        for rule in self.rules:
+            for span in rule.secrets(text, strict=True, lowered=lowered):
+                if not any(s <= span[0] < e for s, e in spans):  # one finding per secret
+                    spans.setdefault(span, rule.name)
+        found = []
+        for (start, end), rule_name in sorted(spans.items()):
+            mark = fingerprint(path, rule_name, text[start:end])
+            if mark in self.allowed:
+                continue
+            found.append(Finding(path, text.count("\n", 0, start) + 1, rule_name,
+                                 _excerpt(text, start, end), mark))
+        return found
+
+    def scan_bytes(self, path: str, data: bytes) -> list[Finding]:
+        """Findings in a file's bytes; binary files are skipped."""
+        if len(data) > MAX_SCAN_BYTES or b"\0" in data[:BINARY_PROBE]:
+            return []
+        return self.scan_text(path, data.decode("utf-8", errors="replace"))
+
+
+def load_allowed(state_dir: Path) -> set[str]:
+    """Fingerprints in `roam/secrets-allow.yaml` (strings, or mappings with `fingerprint`).
+
+    Raises:
+        ConfigError: naming the file when it is not such a list.
+    """
+    path = state_dir / ALLOW_FILE
+    if not path.exists():
+        return set()
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+        raise ConfigError(f"{path}: cannot read the allowed findings: "
+                          f"{str(error).splitlines()[0]}") from None
+    if data is None:
+        return set()
+    if isinstance(data, Mapping):
+        data = data.get("allow") or []
+    if not isinstance(data, list):
+        raise ConfigError(f"{path}: expected a list of fingerprints")
+    allowed = set()
+    for item in data:
+        mark = item.get("fingerprint") if isinstance(item, Mapping) else item
+        if not isinstance(mark, str) or not mark.strip():
+            raise ConfigError(f"{path}: every entry needs a fingerprint, e.g. "
+                              "'- fingerprint: 0123abcd…'")
+        allowed.add(mark.strip())
+    return allowed
+
+
+def scanner_for(root: Path, state_dir: Path, settings: Mapping[str, Any]) -> Scanner:
+    """The scanner of one push of `root`.
+
+    Raises:
+        UserError: when the literal secrets cannot be read (fail closed: no push).
+        ConfigError: for unusable `redact_patterns` or `secrets-allow.yaml`.
+    """
+    from roam_core.secretscan.literals import LiteralsUnavailable, literal_secrets
+
+    profiles = root / "profiles"
+    names = ["default", *sorted(p.name for p in profiles.iterdir() if p.is_dir())] \
+        if profiles.is_dir() else ["default"]
+    found: set[str] = set()
+    try:
+        for name in names:
+            found.update(literal_secrets(root, name, all_env_values=False))
+    except LiteralsUnavailable as error:
+        raise UserError(f"push stopped: {error} (the secret scan needs it)") from None
+    return Scanner(sorted(found, key=len, reverse=True),
+                   user_rules(settings.get("redact_patterns")), load_allowed(state_dir))
