@@ -208,3 +208,26 @@ def test_state_file_is_private(desk: Path) -> None:
     path = desk / "roam" / autostate.STATE_FILE
     assert path.stat().st_mode & 0o777 == 0o600
     assert json.loads(path.read_text())["notices"] == ["x"]
+
+
+def test_automatic_push_meeting_a_secret_does_not_push_and_names_the_path(
+        desk: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    before = generations(desk)
+    write(desk, "memories/MEMORY.md",
+          "user pasted GITHUB_TOKEN=ghp_Fake0123456789abcdefghijklmnopqrstu\n")
+    assert autosync.push_now(desk) == "failed"
+    assert generations(desk) == before
+    text = autosync.first_turn_context(desk)
+    assert text is not None and "memories/MEMORY.md" in text
+    assert "ghp_Fake" not in text
+    monkeypatch.setenv("HERMES_HOME", str(desk))
+    result = json.loads(hooks_tool_push())
+    assert result["ok"] is False
+    [finding] = result["result"]["secret_findings"]
+    assert finding["path"] == "memories/MEMORY.md" and "ghp_Fake" not in json.dumps(result)
+
+
+def hooks_tool_push() -> str:
+    from roam_core.hermes.tools import roam_push
+
+    return roam_push({})

@@ -120,6 +120,17 @@ def session_end(root: Path) -> str:
     return "started" if jobs.start("push", push_now, root) else "already running"
 
 
+def _secrets_reason(result: VerbResult) -> str:
+    """Why a push stopped on secret findings, naming the paths (never the values)."""
+    found = result.json() if not result.ok else None
+    if not isinstance(found, dict) or not found.get("secret_findings"):
+        return ""
+    paths = sorted({str(item.get("path")) for item in found["secret_findings"]})
+    more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
+    return (f"it found secret-looking values in {', '.join(paths[:3])}{more}; nothing was "
+            "pushed (see `roam push --dry-run`)")
+
+
 def push_now(root: Path) -> str:
     """Push if shared files changed since the last successful automatic push."""
     current = autostate.fingerprint(root)
@@ -146,8 +157,9 @@ def push_now(root: Path) -> str:
         elif skip:
             data["pending"] = None if data.get("pending") == pending else data.get("pending")
         else:
-            reason = result.error or ("the remote is ahead; pull first" if result.conflict
-                                      else f"exit status {result.code}")
+            reason = _secrets_reason(result) or result.error or (
+                "the remote is ahead; pull first" if result.conflict
+                else f"exit status {result.code}")
             data["pending"] = {**pending, "reason": reason}
 
     autostate.update(root, record)

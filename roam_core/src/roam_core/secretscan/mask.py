@@ -12,13 +12,17 @@ PRIVATE_KEY_MASK = "[REDACTED PRIVATE KEY]"
 
 def mask_rule(rule: Rule, text: str, lowered: str | None = None) -> str:
     """`text` with every secret `rule` finds replaced by the mask."""
-    spans = list(rule.secrets(text, lowered=lowered))
+    spans = sorted(set(rule.secrets(text, lowered=lowered)))
     if not spans:
         return text
     replacement = PRIVATE_KEY_MASK if rule.name == "private-key" else MASK
     parts: list[str] = []
     last = 0
     for start, end in spans:
+        if start < last:  # overlaps the previous mask (anchored rules may find both)
+            start = last
+            if end <= start:
+                continue
         parts.append(text[last:start])
         parts.append(replacement)
         last = end

@@ -66,9 +66,22 @@ _POLICY = frozenset({"max", "min", "count", "limit", "limits", "budget", "ttl", 
                      "strategy", "redact", "file", "path", "env", "name", "names", "usage"})
 
 
-def _not_policy_name(match: re.Match[str]) -> bool:
-    words = re.split(r"[^a-z0-9]+", match.group("name").lower())
-    return not any(word in _POLICY for word in words)
+def _word_start(match: re.Match[str]) -> bool:
+    """The match starts a word (a word-boundary test, made only where an anchor hit)."""
+    start = match.start()
+    return start == 0 or not (match.string[start - 1].isalnum() or match.string[start - 1] == "_")
+
+
+def _secret_name(match: re.Match[str]) -> bool:
+    """The whole key name around the keyword (`DB_PASSWORD`, not `bypass`) names a secret."""
+    text, start = match.string, match.start()
+    if start and text[start - 1].isalnum():
+        return False  # `bypass`, `githubToken`: the keyword is inside another word
+    first = start
+    while first > 0 and (text[first - 1].isalnum() or text[first - 1] in "_.-"):
+        first -= 1
+    name = text[first:start] + match.group("kw") + match.group("tail")
+    return not any(word in _POLICY for word in re.split(r"[^a-z0-9]+", name.lower()))
 
 
 @dataclass(frozen=True)
@@ -87,6 +100,9 @@ class Rule:
         mirror_only: masked in mirror posts, not looked for on push.
         hints: lower-case strings one of which every match contains; a text holding none
             of them is skipped without running the expression (most text holds none).
+        anchors: lower-case strings one of which every match starts with: the expression
+            is tried only where one occurs (keyword rules would otherwise cost a regex
+            attempt at every character of every file).
     """
 
     name: str
@@ -99,15 +115,30 @@ class Rule:
     context: Callable[[re.Match[str]], bool] | None = None
     mirror_only: bool = False
     hints: tuple[str, ...] = ()
+    anchors: tuple[str, ...] = ()
+
+    def _matches(self, text: str, lowered: str) -> Iterable[re.Match[str]]:
+        if not self.anchors or len(lowered) != len(text):  # lower() moved some characters
+            yield from self.pattern.finditer(text)
+            return
+        starts: set[int] = set()
+        for anchor in self.anchors:
+            at = lowered.find(anchor)
+            while at >= 0:
+                starts.add(at)
+                at = lowered.find(anchor, at + 1)
+        for at in sorted(starts):
+            match = self.pattern.match(text, at)
+            if match is not None:
+                yield match
 
     def secrets(self, text: str, *, strict: bool = False,
                 lowered: str | None = None) -> Iterable[tuple[int, int]]:
         """The spans of the secrets this rule finds in `text` (`lowered`: its lower case)."""
-        if self.hints:
-            lowered = text.lower() if lowered is None else lowered
-            if not any(hint in lowered for hint in self.hints):
-                return
-        for match in self.pattern.finditer(text):
+        lowered = text.lower() if lowered is None else lowered
+        if self.hints and not any(hint in lowered for hint in self.hints):
+            return
+        for match in self._matches(text, lowered):
             start, end = match.span(self.group)
             if start < 0 or start == end:
                 continue
@@ -127,7 +158,6 @@ def _rx(pattern: str, flags: int = 0) -> re.Pattern[str]:
 
 _KEYWORD = (r"(?:token|secret|password|passwd|passphrase|pwd|pass|apikey|api[_-]?key"
             r"|access[_-]?key|private[_-]?key|secret[_-]?key|archive[_-]?key|credentials?)s?")
-_NAME = rf"(?P<name>(?:[A-Za-z0-9]+[_.-])*{_KEYWORD}(?:[_.-][A-Za-z0-9]+)*)"
 
 RULES: tuple[Rule, ...] = (
     Rule("private-key", "PEM / OpenSSH / PGP private key blocks (also cut off)",
@@ -219,17 +249,18 @@ RULES: tuple[Rule, ...] = (
          hints=("bearer",)),
     Rule("secret-assignment", "values assigned to secret-named keys (`DB_PASSWORD=…`, "
          "`pwd: …`, `\"api_key\": \"…\"`)",
-         _rx(rf"(?i)(?<![A-Za-z0-9]){_NAME}['\"]?(?P<sep>\s*(?:=|:|=>)\s*['\"]?)"
-             r"(?P<secret>[^\s'\"`,;]{6,})"),
-         "DB_PASSWORD=Fake-Pass-2024", group="secret", context=_not_policy_name,
+         _rx(rf"(?i)(?P<kw>{_KEYWORD})(?P<tail>(?:[_.-][A-Za-z0-9]+)*)['\"]?"
+             r"(?P<sep>\s*(?:=|:|=>)\s*['\"]?)(?P<secret>[^\s'\"`,;]{6,})"),
+         "DB_PASSWORD=Fake-Pass-2024", group="secret", context=_secret_name,
          strict=credential_value,
-         hints=("token", "secret", "pass", "pwd", "key", "credential")),
+         anchors=("token", "secret", "pass", "pwd", "api", "access", "private", "archive",
+                  "credential")),
     Rule("secret-word-token", "high-entropy tokens right after a secret-ish word "
          "(`my API key is …`)",
-         _rx(r"(?i)\b(?:key|token|secret|password|passphrase|credentials?)\b[^\n]{0,24}?"
+         _rx(r"(?i)(?:key|token|secret|password|passphrase|credentials?)\b[^\n]{0,24}?"
              r"(?<![A-Za-z0-9_+/=-])(?P<secret>[A-Za-z0-9_+/=-]{20,})"),
          "my api key is Zx81kPq2Lm0vRt7YwE3sNc", group="secret", valid=looks_random,
-         hints=("key", "token", "secret", "pass", "credential")),
+         context=_word_start, anchors=("key", "token", "secret", "pass", "credential")),
     Rule("hermes-partial-mask", "what Hermes's partial masks leave (`sk-pro...abcd`)",
          _rx(r"(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{6}\.\.\.[A-Za-z0-9_-]{4}(?![A-Za-z0-9_-])"),
          "it is AKIAQO...MPLE", valid=lambda s: not re.fullmatch(r"[a-z.]+", s),
