@@ -156,7 +156,9 @@ def test_secrets_are_never_read_or_stored(make_device, monkeypatch: pytest.Monke
     monkeypatch.setattr(os, "open", real_os_open)
     touched = [p for p in opened if p.startswith(str(a.root))]
     assert touched, "the spy saw nothing; it cannot prove anything"
-    for forbidden in (".env", "auth.json", "state.db"):
+    # `.env` is read by the push's secret scanner, for matching only (issue 26); its values
+    # never reach the store (tests/engine/test_canary.py, test_secret_scan.py).
+    for forbidden in ("auth.json", "state.db"):
         assert not any(p == str(a.root / forbidden) for p in touched), forbidden
 
 
