@@ -71,8 +71,9 @@ def test_a_malformed_rules_file_is_one_line_exit_1(tmp_path: Path) -> None:
     write(home, "roam/rules.yaml", "shared:\n  - .env\n")
     done = run_roam("--home", str(home), "rules")
     assert done.returncode == 1
-    assert done.stderr.strip() == (f"roam: {home}/roam/rules.yaml:2: refusing to share '.env': "
-                                   "it would share .env (credentials never travel)")
+    assert done.stderr.strip() == (f"roam: configuration error: {home}/roam/rules.yaml:2: "
+                                   "refusing to share '.env': it would share .env "
+                                   "(credentials never travel)")
     assert "Traceback" not in done.stderr
 
 
