@@ -24,10 +24,13 @@ def _ago(stamp: object) -> str:
 
 
 def _status(root: Path) -> dict[str, object]:
+    from roam_core.engine.session import hermes_version
     from roam_core.hermes import autostate
+    from roam_core.hermes.enablement import problem, version_note
     from roam_core.settings import load_settings
 
     settings = load_settings(root)
+    here = hermes_version()
     state = autostate.load(root)
     pending = state.get("pending") if isinstance(state.get("pending"), dict) else None
     return {
@@ -37,6 +40,9 @@ def _status(root: Path) -> dict[str, object]:
         "last_auto_push": state.get("last_push_at"),
         "pending_failed_push": (pending.get("reason") or "did not finish") if pending else None,
         "initialized": autostate.initialized(root),
+        "hermes_version": here,
+        "hermes_problem": problem(root, here),
+        "hermes_version_note": version_note(here),
     }
 
 
@@ -72,6 +78,9 @@ def _run(args: argparse.Namespace) -> int:
         print(f"last automatic push failed: {report['pending_failed_push']}")
     if not report["initialized"]:
         print("roam is not set up in this home yet (roam init)")
+    for line in (report.get("hermes_problem"), report.get("hermes_version_note")):
+        if line:
+            print(f"warning: {line}")
     return 0
 
 

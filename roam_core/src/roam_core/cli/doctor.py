@@ -70,6 +70,23 @@ def _hermes(session: Session, state: LocalState | None) -> str:
     return detail
 
 
+def _enabled(session: Session) -> str:
+    """Whether Hermes will load roam here, and whether this Hermes is a tested version."""
+    from roam_core.engine.session import hermes_version
+    from roam_core.hermes.enablement import problem, version_note
+
+    here = hermes_version()
+    if here is None:
+        return "Hermes is not installed in this environment (roam runs standalone)"
+    found = problem(session.root, here)
+    if found:
+        raise CheckWarning(found)
+    note = version_note(here)
+    if note:
+        raise CheckWarning(note)
+    return f"enabled in Hermes {here}"
+
+
 def checks(session: Session) -> list[DoctorCheck]:
     """Every row of `roam doctor`, each check isolated so one failure never hides the rest."""
     from roam_core.engine.remote import read_verified_head
@@ -117,6 +134,7 @@ def checks(session: Session) -> list[DoctorCheck]:
         return f"every shared file is under {limit >> 20} MiB"
 
     rows.append(_run_check("bundle size", sizes))
+    rows.append(_run_check("Hermes plugin", lambda: _enabled(session)))
     rows.append(_writable(session.state_dir))
     rows.append(_writable(session.state_dir / "backups"))
     return rows
