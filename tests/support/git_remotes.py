@@ -150,33 +150,10 @@ SSHD = "/usr/sbin/sshd"
 
 
 def ensure_sshd() -> str | None:
-    """Install openssh-server with apt when sshd is missing; the reason it cannot, or None.
+    """Install openssh-server with apt when sshd is missing; the reason it cannot, or None."""
+    from support.apt import ensure_installed
 
-    Several test workers may ask at once: one installs under a lock, the others wait.
-    """
-    if os.path.exists(SSHD):
-        return None
-    if os.geteuid() != 0 or not os.path.exists("/usr/bin/apt-get"):
-        return "sshd is not installed and cannot be installed here (needs root and apt-get)"
-    import fcntl
-
-    with open("/tmp/roam-tests-sshd-install.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if os.path.exists(SSHD):
-            return None
-        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        wait = ["-o", "DPkg::Lock::Timeout=60"]  # another apt run holding the lock: not forever
-        install = ["apt-get", *wait, "install", "-y", "-q", "--no-install-recommends",
-                   "openssh-server"]
-        for steps in ([install], [["apt-get", *wait, "update", "-q"], install]):
-            try:
-                for step in steps:
-                    subprocess.run(step, env=env, check=True, capture_output=True, timeout=240)
-            except (subprocess.SubprocessError, OSError):
-                continue
-            if os.path.exists(SSHD):
-                return None
-    return "sshd could not be installed with apt-get"
+    return ensure_installed(SSHD, "openssh-server")
 
 
 @contextlib.contextmanager

@@ -29,6 +29,22 @@ def temp_path(target: Path) -> Path:
     return target.with_name(f"{TEMP_PREFIX}{secrets.token_hex(6)}-{target.name}"[:255])
 
 
+#: what a file system without Unix modes (FAT, exFAT, some network shares) answers a chmod
+_NO_MODES = (errno.ENOSYS, errno.EPERM, errno.EOPNOTSUPP)
+
+
+def set_mode(target: str | Path | int, mode: int) -> None:
+    """Chmod (or fchmod, given a descriptor); a file system that keeps no modes is let be."""
+    try:
+        if isinstance(target, int):
+            os.fchmod(target, mode)
+        else:
+            os.chmod(target, mode)
+    except OSError as error:
+        if error.errno not in _NO_MODES:
+            raise
+
+
 def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
     """Replace `path` with `data` so a crash leaves either the old or the new bytes."""
     temp = temp_path(path)
@@ -38,7 +54,7 @@ def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(temp, mode)
+        set_mode(temp, mode)
         os.replace(temp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -51,7 +67,7 @@ def ensure_private_dir(path: Path) -> Path:
     """Create `path` (and parents) with mode 0700 for the last component."""
     path.mkdir(parents=True, exist_ok=True)
     if os.stat(path).st_mode & 0o777 != 0o700:  # a chmod would change the folder's ctime
-        os.chmod(path, 0o700)
+        set_mode(path, 0o700)
     return path
 
 
@@ -74,13 +90,20 @@ def rename_noreplace(source: str, target: str) -> None:
         code = libc.errno()
         if code not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
             raise OSError(code, os.strerror(code), target)
-    if os.path.isdir(source):  # a folder cannot be hard-linked: look, then rename
-        if os.path.lexists(target):
-            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), target)
-        os.rename(source, target)
-        return
-    os.link(source, target)
-    os.unlink(source)
+    if not os.path.isdir(source):
+        try:
+            os.link(source, target)
+        except OSError as error:
+            # FAT and some FUSE file systems have no hard links: look, then rename
+            if error.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOSYS):
+                raise
+        else:
+            os.unlink(source)
+            return
+    # a folder cannot be hard-linked: look, then rename
+    if os.path.lexists(target):
+        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), target)
+    os.rename(source, target)
 
 
 def start_writeback(fd: int) -> None:

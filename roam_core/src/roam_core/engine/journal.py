@@ -36,6 +36,7 @@ from roam_core.engine.fs import (
     ensure_private_dir,
     fsync_dir,
     rename_noreplace,
+    set_mode,
     start_writeback,
     write_atomic,
 )
@@ -329,7 +330,7 @@ class Install:
                 raise UserError(f"content for {op.rel} did not match its digest; nothing "
                                 "installed")
             if not exact:
-                os.fchmod(fd, op.mode)
+                set_mode(fd, op.mode)
             if written >= WRITEBACK_MIN:
                 start_writeback(fd)
         finally:

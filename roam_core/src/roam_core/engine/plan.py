@@ -27,7 +27,7 @@ from roam_core.engine.scan import (
 )
 from roam_core.engine.session import Session
 from roam_core.engine.state import LocalState
-from roam_core.engine.typechange import settle_type_changes
+from roam_core.engine.typechange import settle_case_collisions, settle_type_changes
 from roam_core.scope.walk import hidden_by
 from roam_core.store.manifest import FileEntry, Manifest, synced_mode
 from roam_core.tiers.archive import is_archive
@@ -154,6 +154,7 @@ class Planner:
             self._path(rel, remote.get(rel), base, self.local.get(rel))
         self.plan.kept_by_rules.extend(archive_off_rows(self.archive_off))
         settle_type_changes(self)
+        settle_case_collisions(self)
         self._finish_state()
         self.plan.new_state = self.new_state
         return self.plan
@@ -172,6 +173,8 @@ class Planner:
         self.plan.conflicts.append(rel)
         self.plan.shape_conflicts[rel] = why
         self.new_state.conflicts[rel] = r.sha256 if r is not None else ""
+        if rel not in self.local:  # never here: a push carries it forward, never deletes it
+            self.unseen.add(rel)
 
     def _inventory(self, entry: FileEntry | None) -> None:
         """Compare plugin inventories; roam lists what is missing and never installs code."""
@@ -219,7 +222,7 @@ class Planner:
         # A path the remote never had is a local addition, on a first pull too.
         remote_same_as_base = (r is None and b is None) or (
             not self.first_pull and r is not None and r.same_content(b))
-        if rel in self.state.conflicts:
+        if rel in self.state.conflicts and (loc is not None or rel not in self.state.unseen):
             self._conflict(rel, r, loc)
         elif remote_same_as_base:
             self.plan.local_changes.append(rel)

@@ -52,6 +52,16 @@ def _delete_op(root: str, rel: str) -> Op | None:
     return Op(rel, "delete", expect=stat_signature(st), original_sha=sha256_file(Path(path)))
 
 
+def _keep(planner: Planner, op: Op, why: str) -> None:
+    """Take `op` out of the plan: its remote version is a conflict kept local, with `why`."""
+    plan = planner.plan
+    plan.ops.remove(op)
+    for names in (plan.added, plan.changed):
+        if op.rel in names:
+            names.remove(op.rel)
+    planner.keep_by_shape(op.rel, planner.view.manifest.get(op.rel), why)
+
+
 def settle_type_changes(planner: Planner) -> None:
     """Keep local, or clear the way for, every remote file whose path changed type here."""
     plan = planner.plan
@@ -77,12 +87,7 @@ def settle_type_changes(planner: Planner) -> None:
         if not in_the_way:
             continue
         if not planner.overwrite:
-            plan.ops.remove(op)
-            for names in (plan.added, plan.changed):
-                if op.rel in names:
-                    names.remove(op.rel)
-            planner.keep_by_shape(op.rel, planner.view.manifest.get(op.rel),
-                                  f"{in_the_way[0]} is in the way here, changed since last sync")
+            _keep(planner, op, f"{in_the_way[0]} is in the way here, changed since last sync")
             continue
         for rel in in_the_way:
             delete = _delete_op(root, rel)
@@ -90,3 +95,44 @@ def settle_type_changes(planner: Planner) -> None:
                 plan.ops.append(delete)
                 plan.overwritten.append(rel)
                 deleting.add(rel)
+
+
+def case_insensitive(root: str, probe: str = "roam") -> bool:
+    """Whether the file system holding `root` folds case (macOS, Windows shares, FAT).
+
+    `probe` is a name known to exist there (roam's own folder): if its upper-case spelling
+    opens too while the folder lists no such name, names that differ only in case are one
+    name here. (Inode numbers cannot tell: some FUSE file systems number each lookup.)
+    """
+    upper = probe.upper()
+    try:
+        return os.path.lexists(os.path.join(root, upper)) and upper not in os.listdir(root)
+    except OSError:
+        return False
+
+
+def settle_case_collisions(planner: Planner) -> None:
+    """Keep local each remote path that would merge with another here, differing in case.
+
+    Only on a case-folding file system, where `skills/A/x` and `skills/a/x` are one file.
+    """
+    plan = planner.plan
+    writes = [op for op in plan.ops if op.action == "write"]
+    if not writes or not case_insensitive(str(planner.session.root)):
+        return
+    deleting = {op.rel for op in plan.ops if op.action == "delete"}
+    spellings: dict[str, set[str]] = {}
+    for rel in {*planner.view.manifest, *(set(planner.local) - deleting)}:
+        parts = rel.split("/")
+        for depth in range(1, len(parts) + 1):
+            prefix = "/".join(parts[:depth])
+            spellings.setdefault(prefix.casefold(), set()).add(prefix)
+    for op in writes:
+        parts = op.rel.split("/")
+        for depth in range(1, len(parts) + 1):
+            prefix = "/".join(parts[:depth])
+            others = sorted(spellings.get(prefix.casefold(), set()) - {prefix})
+            if others:
+                _keep(planner, op, f"{prefix} differs only in case from {others[0]}, and this "
+                      "file system does not tell them apart")
+                break
