@@ -237,7 +237,7 @@ class Install:
             # needs the old shape gone before the new one can take its place
             order = sorted(self.ops, key=lambda op: op.action != "delete")
             for number, op in enumerate(order):
-                if number and op.action != "delete" and order[number - 1].action == "delete":
+                if op.action != "delete" and (not number or order[number - 1].action == "delete"):
                     self._prune_emptied(order)
                 if op.folder is None:
                     self._apply(op)
@@ -356,6 +356,13 @@ class Install:
         restored file needs.
         """
         targets = {op.rel for op in ops if op.action == "write"}
+        # a file arriving in a folder staged whole cannot find a folder at its place
+        for target in (op.rel for op in ops if op.action == "write" and op.folder is None
+                       and op.expect is None):
+            path = os.path.join(self.root, target)
+            if os.path.isdir(path) and not os.path.islink(path):
+                # a folder becoming a file: the empty folders left in it (never synced) go
+                _remove_folders(Path(path))
         for op in ops:
             if op.action != "delete":
                 continue

@@ -81,6 +81,13 @@ def _reusable(item: LocalFile, reference: Manifest) -> FileEntry | None:
     return None
 
 
+def _displaced(rel: str, files: dict[str, LocalFile], folders: set[str]) -> bool:
+    """Whether a file published from here sits at a folder of `rel`, or below `rel`."""
+    parts = rel.split("/")
+    return rel in folders or any("/".join(parts[:depth]) in files
+                                 for depth in range(1, len(parts)))
+
+
 def check_limits(files: Iterable[str]) -> None:
     """Refuse, before anything is uploaded, a path no reader of the format could open."""
     for rel in files:
@@ -161,6 +168,11 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
             to_send.append(item)
             (result.changed if rel in reference else result.added).append(rel)
             result.bytes_changed += item.size
+    folders = {rel.rpartition("/")[0] for rel in files}
+    for folder in list(folders):
+        while folder:
+            folders.add(folder)
+            folder = folder.rpartition("/")[0]
     for rel, entry in reference.items():
         if rel in files:
             continue
@@ -169,9 +181,10 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
         # A path this device never received because its rules hid it is not a deletion
         # when the rules later widen: it was never here to be deleted.
         # So is a path this device cannot see right now (a symlink, an unreadable folder).
+        # Unless a file here has taken its place (a type change): the local shape wins.
         if archive.replaces(rel) or (not is_archive(rel) and rel not in unseen
                                      and scope.classify(rel) is Scope.SHARED
-                                     and not hidden(rel)):
+                                     and not hidden(rel)) or _displaced(rel, files, folders):
             result.removed.append(rel)
         else:
             manifest[rel] = entry

@@ -40,6 +40,13 @@ def _files_below(root: str, folder: str) -> list[str]:
     return found
 
 
+def _regular(root: str, rel: str) -> bool:
+    try:
+        return stat_module.S_ISREG(os.lstat(os.path.join(root, rel)).st_mode)
+    except FileNotFoundError:
+        return True  # gone already: nothing in the way
+
+
 def _delete_op(root: str, rel: str) -> Op | None:
     """A delete of whatever file is at `rel`, backed up first like any replaced file."""
     path = os.path.join(root, rel)
@@ -47,8 +54,8 @@ def _delete_op(root: str, rel: str) -> Op | None:
         st = os.lstat(path)
     except FileNotFoundError:
         return None
-    if stat_module.S_ISLNK(st.st_mode):
-        return None  # a symlink is never deleted through; the install refuses instead
+    if not stat_module.S_ISREG(st.st_mode):
+        return None  # never deleted through (see `_regular`)
     return Op(rel, "delete", expect=stat_signature(st), original_sha=sha256_file(Path(path)))
 
 
@@ -88,6 +95,10 @@ def settle_type_changes(planner: Planner) -> None:
             continue
         if not planner.overwrite:
             _keep(planner, op, f"{in_the_way[0]} is in the way here, changed since last sync")
+            continue
+        odd = next((rel for rel in in_the_way if not _regular(root, rel)), None)
+        if odd is not None:  # a link, FIFO or socket is never deleted through, nor backed up
+            _keep(planner, op, f"{odd} is in the way here and is not a regular file")
             continue
         for rel in in_the_way:
             delete = _delete_op(root, rel)
