@@ -95,3 +95,22 @@ def test_verbose_logs_each_remote_request_with_its_time(local_home) -> None:
     loud = run_roam("status", "-v", "--home", str(local_home.root), env=local_home.env)
     assert loud.returncode == 0, loud.stderr
     assert re.search(r"read_ref HEAD: ok in \d+\.\d ms", loud.stderr), loud.stderr
+
+
+def test_rules_verbose_logs_each_decision(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / "memories").mkdir(parents=True)
+    (home / "memories" / "MEMORY.md").write_text("x\n")
+    (home / "SOUL.md").write_text("me\n")
+    (home / ".env").write_text("A=b\n")
+    (home / "logs").mkdir()
+    (home / "logs" / "agent.log").write_text("x\n")
+    quiet = run_roam("rules", "--home", str(home))
+    assert "rules: SOUL.md" not in quiet.stderr
+    loud = run_roam("rules", "-v", "--home", str(home))
+    assert loud.returncode == 0, loud.stderr
+    assert re.search(r"rules: SOUL\.md: shared \(", loud.stderr), loud.stderr
+    assert re.search(r"rules: memories/MEMORY\.md: shared \(", loud.stderr)
+    assert re.search(r"rules: \.env: (local|ignored) \(", loud.stderr)
+    assert re.search(r"rules: logs/: (local|ignored) \(", loud.stderr)
+    assert "agent.log" not in loud.stderr  # an ignored folder is one line, not walked

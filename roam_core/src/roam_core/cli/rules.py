@@ -48,12 +48,38 @@ def _run(args: argparse.Namespace) -> int:
     from roam_core.scope import load_scope
 
     model = load_scope(home.root)
+    if getattr(args, "verbose", 0):
+        _log_decisions(model)
     report = build_report(model, home.profile)
     if args.json:
         emit_json(report)
     else:
         print_report(report)
     return 0
+
+
+def _log_decisions(model: ScopeModel) -> None:
+    """`roam rules -v`: one log line per file of the home with its class and the rule."""
+    import logging
+
+    log = logging.getLogger("roam_core.scope")
+    for folder, dirs, files in os.walk(model.root):
+        prefix = os.path.relpath(folder, model.root)
+        prefix = "" if prefix == "." else prefix.replace(os.sep, "/") + "/"
+        kept = []
+        for name in sorted(dirs):
+            rel = f"{prefix}{name}"
+            if rel == "roam" or os.path.islink(os.path.join(folder, name)):
+                continue  # roam's own state, and links are never followed
+            scope, reason = model.explain_dir(rel)
+            if model.could_share(rel):
+                kept.append(name)
+            else:  # nothing below can travel: one line for the whole folder
+                log.info("rules: %s/: %s (%s)", sanitize(rel), scope.value, sanitize(reason))
+        dirs[:] = kept
+        for name in sorted(files):
+            scope, reason = model.explain(f"{prefix}{name}")
+            log.info("rules: %s: %s (%s)", sanitize(prefix + name), scope.value, sanitize(reason))
 
 
 def _init(root: Path) -> int:
