@@ -68,14 +68,14 @@ def _pull(args: argparse.Namespace) -> int:
         print(f"roam: installed {installed} change(s); now at generation "
               f"{plan.generation if not (only or args.keep_seen or args.cron) else 'unchanged'}")
         print_resume(plan.cron_paused)
-        if plan.conflicts:
-            print("roam: conflicts were kept local — run roam pull --apply --overwrite-conflicts "
-                  "to take the remote versions (yours are backed up), or roam push to publish "
-                  "yours")
-    elif plan.has_changes or plan.conflicts:
+        if plan.kept_conflicts:
+            print(f"roam: {plan.kept_conflicts} conflict(s) were kept local — run roam pull "
+                  "--apply --overwrite-conflicts to take the remote versions (yours are backed "
+                  "up), or roam push to publish yours")
+    elif plan.has_changes or plan.kept_conflicts:
         print("roam: run roam pull --apply to install" + (
             " (add --overwrite-conflicts to take the remote versions of conflicts)"
-            if plan.conflicts else ""))
+            if plan.kept_conflicts else ""))
     else:
         print("roam: nothing to install")
     return result.exit_code

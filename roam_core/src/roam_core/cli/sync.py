@@ -80,9 +80,15 @@ def _status(args: argparse.Namespace) -> int:
     if (report.get("optional") or {}).get("hooks"):
         print("         hooks is on: this device runs hook code written on your other machines")
     print_skipped(report.get("skipped", []))
-    if report["conflicts"]:
-        print(f"conflicts kept local: {len(report['conflicts'])}")
-        print_capped(report["conflicts"])
+    open_conflicts = [*report["conflicts"], *(
+        f"{rel}: {key}" for rel, keys in report.get("entry_conflicts", {}).items()
+        for key in keys)]
+    if open_conflicts:  # every one: a conflict is a decision waiting, never cut
+        print(f"conflicts kept local: {len(open_conflicts)}")
+        for line in open_conflicts:
+            print(f"  {sanitize(line)}")
+        print("         resolve: roam pull --apply --overwrite-conflicts takes the remote "
+              "versions (yours are backed up); roam push publishes yours")
     if report.get("kept_in_backups"):
         print(f"backups: {report['kept_in_backups']} local version(s) kept only in backups — "
               "roam backups list")

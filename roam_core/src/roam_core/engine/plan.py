@@ -66,6 +66,13 @@ class Plan:
     def has_changes(self) -> bool:
         return bool(self.ops)
 
+    @property
+    def kept_conflicts(self) -> int:
+        """Conflicts of every kind kept local: files, config keys, memory entries."""
+        return (len(self.conflicts)
+                + sum(len(item["conflicts_kept_local"]) for item in self.configs_merged)
+                + sum(len(item["conflicts"]) for item in self.memories_merged))
+
     def as_json(self) -> dict[str, Any]:
         return {"generation": self.generation, "device": self.device, "created": self.created,
                 "added": self.added, "changed": self.changed, "removed": self.removed,
@@ -204,7 +211,7 @@ class Planner:
                 return
             if same:
                 self.plan.unchanged += 1
-                self.new_state.conflicts.pop(rel, None)
+                self._resolved(rel)
                 if self.state.projections.get(rel) is None or not _same_sha(
                         self.state.projections[rel], r.sha256):
                     # agreeing with the remote is accepting it: the base of the next merge
@@ -216,7 +223,7 @@ class Planner:
         if same:
             if r is not None:
                 self.plan.unchanged += 1
-            self.new_state.conflicts.pop(rel, None)
+            self._resolved(rel)
             return
         local_same_as_base = _same(loc, b) and not self.first_pull
         # A path the remote never had is a local addition, on a first pull too.
@@ -248,7 +255,19 @@ class Planner:
                                     source=_remote_source(self.session, r)))
         if overwrite:
             self.plan.overwritten.append(rel)
+        self._resolved(rel)
+
+    def _resolved(self, rel: str) -> None:
+        """`rel` agrees with the remote now: no conflict of any kind stays open on it."""
         self.new_state.conflicts.pop(rel, None)
+        self.new_state.entry_conflicts.pop(rel, None)
+
+    def _entry_conflicts(self, rel: str, kept: list[str]) -> None:
+        """The keys or entries of a merged file kept local, open until pushed or overwritten."""
+        if kept:
+            self.new_state.entry_conflicts[rel] = [str(item) for item in kept]
+        else:
+            self.new_state.entry_conflicts.pop(rel, None)
 
     def _conflict(self, rel: str, r: FileEntry | None, loc: LocalFile | None) -> None:
         if self.overwrite:
@@ -266,6 +285,7 @@ class Planner:
         merged = merge_config(local_text, base_projection, remote_text,
                               overwrite_conflicts=self.overwrite, host_keys=self.host_keys)
         self.new_state.projections[rel] = merged.accepted_projection
+        self._entry_conflicts(rel, merged.conflicts)
         self.plan.configs_merged.append({
             "path": rel, "remote_applied": merged.remote_applied,
             "conflicts_kept_local": merged.conflicts, "local_kept": merged.local_kept})
@@ -297,10 +317,11 @@ class Planner:
         self.plan.memories_merged.append({
             "path": rel, "added_remote": merged.added_remote, "kept_local": merged.kept_local,
             "removed": merged.removed, "conflicts": merged.conflicts})
+        self._entry_conflicts(rel, merged.conflicts)
         if merged.changed:
             self.plan.ops.append(Op(rel, "write", _sha(merged.data), loc.mode, loc.signature,
                                     _raw_sha(loc), source=_bytes_source(merged.data)))
-        self.new_state.conflicts.pop(rel, None)
+        self.new_state.conflicts.pop(rel, None)  # merged: no longer a whole-file conflict
         return True
 
     def _finish_state(self) -> None:

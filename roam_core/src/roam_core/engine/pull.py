@@ -23,7 +23,7 @@ class PullResult:
 
     @property
     def exit_code(self) -> int:
-        return 2 if self.applied and self.plan.conflicts else 0
+        return 2 if self.applied and self.plan.kept_conflicts else 0
 
 
 def pull(session: Session, *, apply: bool = False, overwrite_conflicts: bool = False,

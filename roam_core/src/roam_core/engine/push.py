@@ -299,6 +299,7 @@ def _publish(session: Session, state: LocalState, view: remote_module.RemoteView
     state.last_push = generation
     state.set_base(manifest)
     state.conflicts.clear()  # pushing the local version is the explicit resolution
+    state.entry_conflicts.clear()
     state.projections = {rel: text for rel, text in projections.items() if rel in manifest}
     save_state(session.state_dir, state)
     repo.remember_trees(snapshot_id, root)

@@ -34,6 +34,8 @@ class LocalState:
     base: dict[str, dict[str, Any]] = field(default_factory=dict)
     projections: dict[str, str] = field(default_factory=dict)
     conflicts: dict[str, str] = field(default_factory=dict)
+    #: merged files (configs, memories) -> the keys or entries kept local as conflicts
+    entry_conflicts: dict[str, list[str]] = field(default_factory=dict)
     last_push: int | None = None
     last_pull: int | None = None
     #: base paths this device's rules kept it from receiving (never on this disk)
@@ -60,7 +62,8 @@ class LocalState:
 _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "device": (str,), "store": (str,), "identity": (str,), "generation": (int, type(None)),
     "snapshot": (str, type(None)), "base": (dict,), "projections": (dict,),
-    "conflicts": (dict,), "last_push": (int, type(None)), "last_pull": (int, type(None)),
+    "conflicts": (dict,), "entry_conflicts": (dict,), "last_push": (int, type(None)),
+    "last_pull": (int, type(None)),
     "unseen": (list,), "install": (str, type(None)), "device_id": (str, type(None)),
 }
 RECOVERY_DOC = "docs/troubleshooting.md"

@@ -82,6 +82,7 @@ def status(session: Session) -> dict[str, Any]:
         "backend": str(session.settings.get("backend") or "local"),
         "identity": state.identity, "local_generation": state.generation,
         "dirty": dirty, "changes": changes, "conflicts": sorted(state.conflicts),
+        "entry_conflicts": {rel: list(keys) for rel, keys in sorted(state.entry_conflicts.items())},
         "skipped": skipped, "links_at_top": links_at_top(skipped),
         "reachable": False, "remote_generation": None, "remote_ahead": False,
         "behind": False, "ahead": dirty > 0, "fleet_size": None, "error": None,

@@ -223,6 +223,32 @@ def check_remote(root: Path, pull: bool) -> None:
     document = status.json()
     if remote_ahead(document):
         _notice_ahead(root, document.get("remote_generation"))
+    _notice_conflicts(root, document)
+
+
+def open_conflicts(document: dict[str, Any]) -> list[str]:
+    """Every conflict `roam status --json` reports open: files, config keys, memory entries."""
+    entries = document.get("entry_conflicts") or {}
+    return [*(document.get("conflicts") or []),
+            *(f"{rel}: {key}" for rel, keys in sorted(entries.items()) for key in keys)]
+
+
+def _notice_conflicts(root: Path, document: dict[str, Any]) -> None:
+    # Once per set of open conflicts: the same set again is not news.
+    found = open_conflicts(document)
+
+    def stash(data: dict[str, Any]) -> None:
+        if not found or data.get("conflicts_noticed") == found:
+            data["conflicts_noticed"] = found
+            return
+        data["conflicts_noticed"] = found
+        shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+        data.setdefault("notices", []).append(
+            f"roam kept {len(found)} sync conflict(s) local on this machine ({shown}); tell "
+            "the user: /roam status lists them, roam pull --apply --overwrite-conflicts takes "
+            "the other machines' versions, roam push publishes these.")
+
+    autostate.update(root, stash)
 
 
 def _notice_ahead(root: Path, generation: Any) -> None:
