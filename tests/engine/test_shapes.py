@@ -273,3 +273,32 @@ def test_too_deep_folder_is_refused_before_upload(make_device, depth: int) -> No
     assert pushed.code == 1
     assert "nest" in pushed.err and "skills/s1/d/d" in pushed.err
     assert b.roam("pull", "--apply").code == 0
+
+
+def test_history_and_check_go_on_past_a_generation_too_deep_to_read(
+        make_device, monkeypatch: pytest.MonkeyPatch) -> None:
+    from roam_core.engine import push as push_module
+
+    a, _b = _pair(make_device)
+    deep = "skills/s1/" + "/".join(["d"] * 70)
+    monkeypatch.setattr(push_module, "check_limits", lambda files: None)  # an older roam
+    a.write(f"{deep}/x.md", "deep\n")
+    assert a.roam("push").code == 0
+    monkeypatch.undo()
+    import shutil
+
+    shutil.rmtree(a.root / "skills/s1/d")
+    a.write("SOUL.md", "soul 3\n")
+    assert a.roam("push").code == 0
+    history = a.roam("history", "--json")
+    assert history.code == 0, history.err
+    assert [row["generation"] for row in history.json()][:1] == [3]
+    soul = a.roam("history", "SOUL.md", "--json")
+    assert soul.code == 0, soul.err
+    check = a.roam("check", "--json")
+    assert "Traceback" not in check.err
+    report = check.json()
+    assert report["snapshots"] == 4, report  # every generation looked at
+    assert [p["message"] for p in report["problems"]] == ["nests deeper than 64 levels"]
+    assert _b.roam("pull", "--apply").code == 0
+    assert _b.read("SOUL.md") == "soul 3\n"
