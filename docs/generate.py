@@ -69,6 +69,8 @@ SECRETS = {
     "ROAM_S3_SESSION_TOKEN": ("backend s3", "session token for temporary credentials "
                                             "(optional)"),
     "ROAM_DISCORD_BOT_TOKEN": ("sink discord", "the Discord bot's token"),
+    "ROAM_DISCORD_WEBHOOK_URL": ("sink discord-webhook",
+                                 "a forum channel's webhook URL (a secret)"),
 }
 
 #: Environment variables that are not secrets.

@@ -52,6 +52,14 @@ What it enforces (a request breaking a rule gets Discord's status and error shap
 - `late(seconds, method=, path_contains=, count=)`: the next matching requests are held
   `seconds` *before* they are carried out, so a client that gave up waiting still gets
   the effect (a thread created after the client's timeout).
+- Forum channels (`forums`, type 15): a thread (a forum post) is created with its first
+  message (`"message": {"content", "allowed_mentions"}` required, same rules as a post);
+  the starter message's id is the thread's id, as on Discord.
+- Webhooks (`add_webhook(channel)` returns its secret URL): `POST /webhooks/{id}/{token}`
+  needs no bot token; `?wait=true` answers the message; `thread_name` (forum channels
+  only) creates a post with the message as its first, `thread_id` appends to a thread of
+  the webhook's channel (404 code 10003 if gone, the thread's refusals as for a post);
+  a wrong token or id answers 404 code 10015 "Unknown Webhook".
 - `PATCH /channels/{thread}` with `{"name"}` renames a thread (1–100 characters); renames
   are counted in `renames`.
 """
@@ -66,6 +74,7 @@ import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs
 
 API_PREFIX = "/api/v10"
 ARCHIVE_DURATIONS = {60, 1440, 4320, 10080}
@@ -149,6 +158,8 @@ class DiscordServer:
         self.hold_after_thread = 0.0
         self.thread_created = threading.Event()
         self.channels = set(channels or {"100000000000000001"})
+        self.forums: set[str] = set()
+        self.webhooks: dict[str, tuple[str, str]] = {}
         self.forbidden: set[str] = set()
         self.bucket_limit = bucket_limit
         self.bucket_window = bucket_window
@@ -214,6 +225,13 @@ class DiscordServer:
         """Hold the next `count` matching requests `seconds` before carrying them out."""
         with self.lock:
             self.lates.append(Fault(0, count, delay=seconds, **kwargs))
+
+    def add_webhook(self, channel: str, token: str = "wh-SECRET-token-0123456789") -> str:
+        """A webhook of `channel`; returns its URL (a secret: it is the credential)."""
+        with self.lock:
+            webhook_id = self._next_id()
+            self.webhooks[webhook_id] = (token, channel)
+        return f"http://127.0.0.1:{self.port}{API_PREFIX}/webhooks/{webhook_id}/{token}"
 
     def lock_thread(self, thread_id: str) -> None:
         with self.lock:
@@ -310,6 +328,11 @@ class DiscordServer:
                         time.sleep(fault.delay)
                     return self._fault(fault)
             self.faults = [f for f in self.faults if f.count > 0]
+        hook = re.fullmatch(rf"{API_PREFIX}/webhooks/(\d+)/([^/?]+)(\?.*)?", path)
+        if hook is not None and method == "POST":
+            with self.lock:
+                return self._execute_webhook(hook.group(1), hook.group(2),
+                                             parse_qs((hook.group(3) or "?")[1:]), payload, now)
         if headers.get("Authorization") != f"Bot {self.token}":
             return 401, {"message": "401: Unauthorized", "code": 0}, {}
         guild = re.fullmatch(rf"{API_PREFIX}/guilds/(\d+)/threads/active", path)
@@ -369,7 +392,8 @@ class DiscordServer:
 
     def _channel(self, channel: str) -> tuple[int, Any]:
         if channel in self.channels:
-            return 200, {"id": channel, "type": 0, "guild_id": self.guild}
+            return 200, {"id": channel, "type": 15 if channel in self.forums else 0,
+                         "guild_id": self.guild}
         if channel in self.threads:
             return 200, {**self._thread_json(self.threads[channel]), "guild_id": self.guild}
         return 404, {"message": "Unknown Channel", "code": 10003}
@@ -421,16 +445,59 @@ class DiscordServer:
         name = payload.get("name")
         if not isinstance(name, str) or not 1 <= len(name) <= 100:
             return self._invalid("name", "Must be between 1 and 100 in length.")
-        if payload.get("type") != PUBLIC_THREAD:
+        forum = channel in self.forums
+        if not forum and payload.get("type") != PUBLIC_THREAD:
             return self._invalid("type", "the mirror must create public threads (type 11)")
         duration = payload.get("auto_archive_duration", 1440)
         if duration not in ARCHIVE_DURATIONS:
             return self._invalid("auto_archive_duration", "Value must be one of {60, 1440, "
                                  "4320, 10080}.")
+        starter = payload.get("message")
+        if forum and not isinstance(starter, dict):
+            return self._invalid("message", "a forum post needs its first message")
         thread = Thread(self._next_id(), name, channel, PUBLIC_THREAD)
         self.threads[thread.id] = thread
+        if forum:
+            status, body = self._create_message(thread.id, starter, time.monotonic(),
+                                                message_id=thread.id)
+            if status != 200:
+                del self.threads[thread.id]
+                return status, body
         return 201, {"id": thread.id, "type": PUBLIC_THREAD, "name": name,
                      "parent_id": channel, "message_count": 0}
+
+    def _execute_webhook(self, webhook_id: str, token: str, query: dict[str, list[str]],
+                         payload: Any, now: float) -> tuple[int, Any, dict[str, str]]:
+        known = self.webhooks.get(webhook_id)
+        if known is None or known[0] != token:
+            return 404, {"message": "Unknown Webhook", "code": 10015}, {}
+        channel = known[1]
+        bucket = f"webhook:{webhook_id}"
+        used = [t for t in self._buckets.get(bucket, []) if now - t < self.bucket_window]
+        if len(used) >= self.bucket_limit:
+            return self._too_many(used[0] + self.bucket_window - now, False)
+        self._buckets[bucket] = [*used, now]
+        body = dict(payload) if isinstance(payload, dict) else {}
+        name = body.pop("thread_name", None)
+        thread_id = (query.get("thread_id") or [""])[0]
+        if name is not None:
+            if channel not in self.forums:
+                return (*self._invalid("thread_name", "only a forum webhook makes posts"), {})
+            status, made = self._create_thread(channel, {"name": name, "message": body})
+            if status != 201:
+                return status, made, {}
+            message = self.threads[made["id"]].messages[0]
+        elif thread_id:
+            thread = self.threads.get(thread_id)
+            if thread is None or thread.parent_id != channel:
+                return 404, {"message": "Unknown Channel", "code": 10003}, {}
+            status, message = self._create_message(thread_id, body, now)
+            if status != 200:
+                return status, message, {}
+        else:
+            return (*self._invalid("thread_id", "the mirror always names a thread"), {})
+        wait = (query.get("wait") or ["false"])[0] == "true"
+        return (200, message, {}) if wait else (204, None, {})
 
     def _rename(self, channel: str, payload: Any) -> tuple[int, Any]:
         thread = self.threads.get(channel)
@@ -443,7 +510,8 @@ class DiscordServer:
         self.renames.append((channel, name))
         return 200, self._thread_json(thread)
 
-    def _create_message(self, channel: str, payload: Any, now: float) -> tuple[int, Any]:
+    def _create_message(self, channel: str, payload: Any, now: float,
+                        message_id: str = "") -> tuple[int, Any]:
         thread = self.threads.get(channel)
         if thread is None:
             return 404, {"message": "Unknown Channel", "code": 10003}
@@ -471,7 +539,8 @@ class DiscordServer:
             if seen is not None and now - seen[0] < self.nonce_window:
                 return 200, seen[1]
         thread.archived = False  # a post unarchives a thread that is not locked
-        message = {"id": self._next_id(), "channel_id": channel, "content": content,
+        message = {"id": message_id or self._next_id(), "channel_id": channel,
+                   "content": content,
                    "nonce": nonce, "allowed_mentions": mentions, "mentions": [],
                    "mention_everyone": False, "type": 0}
         thread.messages.append(message)

@@ -185,9 +185,9 @@ class DiscordClient:
             with self._lock:
                 self._wait_before(route, major)
             try:
-                response = self._client().request(
+                response = self._client().request(  # a webhook's URL is its credential
                     method, url, json=payload,
-                    headers={"Authorization": f"Bot {token}"})
+                    headers={"Authorization": f"Bot {token}"} if token else {})
             except httpx.HTTPError as error:
                 last_error = f"cannot reach Discord: {type(error).__name__}"
                 if not idempotent and not isinstance(error, httpx.ConnectError):

@@ -15,6 +15,12 @@ def _factory(settings: Mapping[str, Any], context: PluginContext) -> Any:
     return DiscordSink(settings, context)
 
 
+def _webhook_factory(settings: Mapping[str, Any], context: PluginContext) -> Any:
+    from roam_sink_discord.webhook import DiscordWebhookSink
+
+    return DiscordWebhookSink(settings, context)
+
+
 @hookimpl
 def roam_session_sinks() -> Iterator[SinkPlugin]:
     yield SinkPlugin(
@@ -29,5 +35,14 @@ def roam_session_sinks() -> Iterator[SinkPlugin]:
                     "time", default=False),
             Setting("ROAM_DISCORD_BOT_TOKEN", "the bot's token (a secret, never in config.yaml)",
                     required=True, secret=True),
+        ),
+    )
+    yield SinkPlugin(
+        name="discord-webhook",
+        summary="one Discord forum post per session through a webhook (no bot)",
+        factory=_webhook_factory,
+        settings=(
+            Setting("ROAM_DISCORD_WEBHOOK_URL", "a forum channel's webhook URL (a secret: it "
+                    "is the credential)", required=True, secret=True),
         ),
     )

@@ -57,6 +57,8 @@ NAME = "discord"
 TOKEN_SECRET = "ROAM_DISCORD_BOT_TOKEN"
 DEFAULT_API_BASE = "https://discord.com/api/v10"
 PUBLIC_THREAD = 11
+#: Discord's channel type of a forum: its threads are posts, created with a first message.
+FORUM_CHANNEL = 15
 ARCHIVE_MINUTES = 10080
 #: Creations of one thread tried in one delivery (each after looking for the last one).
 CREATE_ATTEMPTS = 3
@@ -107,6 +109,7 @@ class DiscordSink:
         self.footer = _flag(settings.get("discord_footer", False), "discord_footer")
         self.threads = ThreadMap(Path(context.home))
         self.client = client or DiscordClient(self.api_base, self._token)
+        self._forum: bool | None = None
 
     # -- configuration -------------------------------------------------------------------
 
@@ -184,17 +187,19 @@ class DiscordSink:
             return SessionRetry("the Discord thread vanished twice while posting")
         return SinkRejected(str(refusal))
 
+    @staticmethod
+    def _continuation_text(previous: dict[str, Any]) -> str:
+        reason = str(previous.get("reason") or "unavailable")
+        old = str(previous.get("thread_id") or "")
+        where = f" <#{old}>" if old.isdigit() else ""
+        return f"*Continued from this session's earlier thread{where}, which was {reason}.*"
+
     def _note_continuation(self, key: str, thread_id: str, entry: dict[str, Any]) -> None:
         """The first post of a continuation thread says where the session came from."""
         previous = entry.get("continued_from")
         if not isinstance(previous, dict) or previous.get("noted"):
             return
-        reason = str(previous.get("reason") or "unavailable")
-        old = str(previous.get("thread_id") or "")
-        where = f" <#{old}>" if old.isdigit() else ""
-        self._post(thread_id, f"continued:{thread_id}", 0,
-                   f"*Continued from this session's earlier thread{where}, which was "
-                   f"{reason}.*")
+        self._post(thread_id, f"continued:{thread_id}", 0, self._continuation_text(previous))
         self.threads.update(self.channel, key, continued_from={**previous, "noted": True})
 
     def _found_after_window(self, thread_id: str, progress: dict[str, Any],
@@ -303,16 +308,39 @@ class DiscordSink:
         label = label or str(entry.get("label") or "") or session_label(event)
         return compose_name(label, tag, continued=generation > 0)
 
+    def _is_forum(self) -> bool:
+        """Whether the channel is a forum (asked once per sink)."""
+        if self._forum is None:
+            try:
+                channel = self.client.request("GET", "GET /channels/{id}", self.channel,
+                                              f"/channels/{self.channel}")
+            except NotFound:
+                raise SinkTerminal(f"Discord channel {self.channel} does not exist or the bot "
+                                   "cannot see it (404)") from None
+            self._forum = isinstance(channel, dict) and channel.get("type") == FORUM_CHANNEL
+        return self._forum
+
+    def _starter(self, event: TurnEvent, entry: dict[str, Any]) -> str:
+        """A forum post's first message: the continuation note, or what the post mirrors."""
+        if isinstance(entry.get("continued_from"), dict):
+            return self._continuation_text(entry["continued_from"])
+        label = str(entry.get("label") or "") or session_label(event)
+        return f"**{label}**\n-# Hermes session {event.session_id}, mirrored by roam"
+
     def _create_thread(self, event: TurnEvent, entry: dict[str, Any]) -> str:
         name = self._name(event, entry)
+        payload: dict[str, Any] = {"name": name, "auto_archive_duration": ARCHIVE_MINUTES}
+        if self._is_forum():  # a forum post is created together with its first message
+            payload["message"] = {"content": self._starter(event, entry),
+                                  "allowed_mentions": NO_MENTIONS}
+        else:
+            payload["type"] = PUBLIC_THREAD
         self.threads.set_intent(self.channel, event.session_key, name,
                                 label=session_label(event), titled=bool(event.title))
         try:
             body = self.client.request(
                 "POST", "POST /channels/{id}/threads", self.channel,
-                f"/channels/{self.channel}/threads",
-                {"name": name, "type": PUBLIC_THREAD, "auto_archive_duration": ARCHIVE_MINUTES},
-                idempotent=False)
+                f"/channels/{self.channel}/threads", payload, idempotent=False)
         except NotFound:
             raise SinkTerminal(f"Discord channel {self.channel} does not exist or the bot "
                                "cannot see it (404)") from None
@@ -320,6 +348,10 @@ class DiscordSink:
         if not thread_id.isdigit():
             raise SinkRetry("Discord answered thread creation without a thread id")
         self.threads.set_thread(self.channel, event.session_key, thread_id, name)
+        previous = entry.get("continued_from")
+        if "message" in payload and isinstance(previous, dict):  # the starter said it
+            self.threads.update(self.channel, event.session_key,
+                                continued_from={**previous, "noted": True})
         return thread_id
 
     def _rename_once(self, event: TurnEvent, thread_id: str, entry: dict[str, Any]) -> None:
