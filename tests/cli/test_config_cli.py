@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -114,3 +115,10 @@ def test_the_operation_deadline_is_a_setting_and_says_a_rerun_resumes(local_home
     assert run_roam("--home", home, "config", "unset", "operation_timeout_seconds").returncode == 0
     pushed = run_roam("--home", home, "push", env=env)
     assert pushed.returncode == 0 and "pushed generation 1" in pushed.stdout, pushed.stderr
+
+
+def test_config_help_lists_core_and_plugin_settings() -> None:
+    text = run_roam("config", "set", "--help").stdout
+    assert re.search(r"\n  backend +core +where the encrypted store lives", text), text
+    assert re.search(r"\n  s3_bucket +s3 +the bucket that holds the store", text)
+    assert re.search(r"\n  local_dir +local ", text)

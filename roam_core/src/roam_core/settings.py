@@ -36,6 +36,40 @@ DEFAULTS: dict[str, Any] = {
     "never_list_exceptions": [],
 }
 
+#: What each core setting means (`roam config set --help`, docs/settings.md).
+CORE_HELP: dict[str, str] = {
+    "backend": "where the encrypted store lives: `local`, `s3`, `git` (see `roam backends "
+               "list`)",
+    "device_name": "the name `roam init` gives this machine (unique in the fleet); empty "
+                   "means the host name; later, `roam devices rename`",
+    "backup_keep": "how many `roam/backups/<time>/` folders of replaced files to keep "
+                   "(folders holding a never-pushed version are kept until `roam backups drop`)",
+    "allow_agent_apply": "let the agent's `roam_pull` tool install a pull (otherwise it only "
+                         "shows the plan)",
+    "allow_newer_hermes": "let `roam pull --apply` install a generation pushed from a newer "
+                          "Hermes major/minor than this device runs (refused by default)",
+    "auto_push": "inside Hermes, push after turns (debounced); set by `roam auto on|off`",
+    "auto_pull_shared": "inside Hermes, pull skills/, memories/ and SOUL.md when a session "
+                        "starts; set by `roam auto on|off`",
+    "push_debounce_seconds": "at most one automatic push per this many seconds",
+    "mirror_sinks": "the session mirror's sinks, e.g. `[discord]`; empty means off",
+    "sync_sessions": "optional tier: publish this device's finished sessions as a read-only "
+                     "archive, and receive the other devices' archives",
+    "sessions_max_mb": "size cap of the session archive tier, in MiB",
+    "sync_cron": "optional tier: share `cron/jobs.json` (cron job definitions)",
+    "max_file_mb": "the largest shared file roam pushes or accepts, in MiB",
+    "operation_timeout_seconds": "time budget of one push, pull, restore or check; a push that "
+                                 "runs out resumes when run again (what was uploaded is kept)",
+    "redact_env_values": "the mirror masks every value of the root's and the profile's `.env` "
+                         "(8 characters or more) whatever its shape; off: only secret-named "
+                         "and random-looking values",
+    "redact_patterns": "your own secret patterns (regular expressions), masked by the mirror "
+                       "and looked for by the push scanner; a group named `secret` marks the "
+                       "part to mask",
+    "never_list_exceptions": "credential files (by exact path) you share on purpose despite "
+                              "the never-list; every push warns about each one",
+}
+
 #: How `roam config set` checks a core setting's value (the rest follow their default's type).
 _CORE_KINDS = {"backend": "backend", "device_name": "text", "mirror_sinks": "sinks",
                "redact_patterns": "patterns", "never_list_exceptions": "credential files"}
@@ -256,7 +290,7 @@ def registry(manager: PluginManager) -> Registry:
     found = Registry()
     for name, default in DEFAULTS.items():
         found.settings[name] = Declared(name, default, _CORE_KINDS.get(name, _kind_of(default)),
-                                        "core")
+                                        "core", CORE_HELP.get(name, ""))
     backends = manager.storage_backends()
     sinks = manager.session_sinks()
     found.backends, found.sinks = tuple(sorted(backends)), tuple(sorted(sinks))

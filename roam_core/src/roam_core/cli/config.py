@@ -114,6 +114,24 @@ def _show(value: object) -> str:
     return "-" if value is None else value if isinstance(value, str) else json.dumps(value)
 
 
+def _settings_help(parser: argparse.ArgumentParser) -> None:
+    """Append every known setting to `parser`'s --help, computed only when help is asked for.
+
+    Plugins are loaded then and only then, so building the parser for every other command
+    stays as cheap as before.
+    """
+    plain = parser.format_help
+
+    def format_help() -> str:
+        known = _registry()
+        width = max(map(len, known.settings), default=0) + 2
+        lines = [f"  {name.ljust(width)}{declared.plugin:<8} {declared.help}".rstrip()
+                 for name, declared in sorted(known.settings.items())]
+        return plain() + "\nsettings (name, declared by, meaning):\n" + "\n".join(lines) + "\n"
+
+    parser.format_help = format_help  # type: ignore[method-assign]
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "config", help="get, set, unset or list roam's settings",
@@ -126,6 +144,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     setter.add_argument("key")
     setter.add_argument("value")
     setter.set_defaults(func=_set)
+    _settings_help(parser)
+    _settings_help(setter)
     unsetter = verbs.add_parser("unset", help="remove one setting (back to its default)")
     unsetter.add_argument("key")
     unsetter.set_defaults(func=_unset)
