@@ -73,3 +73,13 @@ def test_ordinary_text_has_no_push_findings(text: str) -> None:
 def test_ordinary_prose_is_not_masked_by_the_mirror() -> None:
     text = "Use max_tokens=4096; the commit 3f786850e387550fdab836ed7e6dc881de23001b; wait...what"
     assert mask_text(text) == text
+
+
+@pytest.mark.parametrize("rule", [r for r in RULES if r.local], ids=[r.name for r in RULES
+                                                                     if r.local])
+def test_rules_run_over_long_runs_find_what_a_full_scan_finds(rule: Rule) -> None:
+    from dataclasses import replace
+
+    text = f"x\t{rule.example}\n({rule.example}) `{rule.example}`, short words {rule.example}"
+    assert list(rule.secrets(text)) == list(replace(rule, local=False).secrets(text))
+    assert list(rule.secrets(text))

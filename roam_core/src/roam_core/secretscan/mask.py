@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from roam_core.secretscan.rules import RULES, Rule
+from roam_core.secretscan.rules import RULES, Rule, Runs
 
 MASK = "[REDACTED]"
 PRIVATE_KEY_MASK = "[REDACTED PRIVATE KEY]"
 
 
-def mask_rule(rule: Rule, text: str, lowered: str | None = None) -> str:
+def mask_rule(rule: Rule, text: str, lowered: str | None = None,
+              runs: Runs | None = None) -> str:
     """`text` with every secret `rule` finds replaced by the mask."""
-    spans = sorted(set(rule.secrets(text, lowered=lowered)))
+    spans = sorted(set(rule.secrets(text, lowered=lowered, runs=runs)))
     if not spans:
         return text
     replacement = PRIVATE_KEY_MASK if rule.name == "private-key" else MASK
@@ -43,6 +44,11 @@ def mask_text(text: str, literals: Iterable[str] = (), extra: Iterable[Rule] = (
     text = mask_literals(text, literals)
     # Masking only removes text, so the hints of the original stay a safe superset.
     lowered = text.lower()
+    runs: Runs | None = None
     for rule in (*RULES, *extra):
-        text = mask_rule(rule, text, lowered)
+        if rule.local and runs is None:
+            runs = Runs(text)
+        masked = mask_rule(rule, text, lowered, runs if rule.local else None)
+        if masked is not text:  # a mask moved the offsets: the runs are made again
+            text, runs = masked, None
     return text

@@ -12,11 +12,12 @@ string is not.
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 Check = Callable[[str], bool]
 
@@ -100,6 +101,7 @@ class Rule:
         mirror_only: masked in mirror posts, not looked for on push.
         hints: lower-case strings one of which every match contains; a text holding none
             of them is skipped without running the expression (most text holds none).
+        local: its matches never hold white space, so it is run over `Runs` only.
         anchors: lower-case strings one of which every match starts with: the expression
             is tried only where one occurs (keyword rules would otherwise cost a regex
             attempt at every character of every file).
@@ -116,6 +118,7 @@ class Rule:
     mirror_only: bool = False
     hints: tuple[str, ...] = ()
     anchors: tuple[str, ...] = ()
+    local: bool = False
 
     def _matches(self, text: str, lowered: str) -> Iterable[re.Match[str]]:
         if not self.anchors or len(lowered) != len(text):  # lower() moved some characters
@@ -132,24 +135,73 @@ class Rule:
             if match is not None:
                 yield match
 
-    def secrets(self, text: str, *, strict: bool = False,
-                lowered: str | None = None) -> Iterable[tuple[int, int]]:
-        """The spans of the secrets this rule finds in `text` (`lowered`: its lower case)."""
+    def secrets(self, text: str, *, strict: bool = False, lowered: str | None = None,
+                runs: Runs | None = None) -> Iterable[tuple[int, int]]:
+        """The spans of the secrets this rule finds in `text`.
+
+        `lowered` (the text in lower case) and `runs` (its `Runs`) may be passed in by a
+        caller that asks every rule about the same text, so they are made once.
+        """
+        if self.local:
+            runs = Runs(text) if runs is None else runs
+            if self.hints and not any(hint in runs.lowered for hint in self.hints):
+                return
+            for match in self.pattern.finditer(runs.joined):
+                for start, end in self._accept(match, strict, 0):
+                    origin = runs.origin(start)
+                    yield origin, origin + end - start
+            return
         lowered = text.lower() if lowered is None else lowered
         if self.hints and not any(hint in lowered for hint in self.hints):
             return
         for match in self._matches(text, lowered):
-            start, end = match.span(self.group)
-            if start < 0 or start == end:
-                continue
-            secret = text[start:end]
-            if self.valid is not None and not self.valid(secret):
-                continue
-            if strict and self.strict is not None and not self.strict(secret):
-                continue
-            if self.context is not None and not self.context(match):
-                continue
-            yield start, end
+            yield from self._accept(match, strict, 0)
+
+    def _accept(self, match: re.Match[str], strict: bool,
+                offset: int) -> Iterable[tuple[int, int]]:
+        start, end = match.span(self.group)
+        if start < 0 or start == end:
+            return
+        secret = match.string[start:end]
+        if self.valid is not None and not self.valid(secret):
+            return
+        if strict and self.strict is not None and not self.strict(secret):
+            return
+        if self.context is not None and not self.context(match):
+            return
+        yield start + offset, end + offset
+
+
+#: The shortest secret a `local` rule can match (`?pwd=abcdef`).
+MIN_RUN = 10
+_RUN = re.compile(rf"(?<!\S)\S{{{MIN_RUN},}}")  # the look-behind: tried at word starts only
+
+
+class Runs:
+    """The runs of MIN_RUN or more non-space characters of a text, joined by single spaces.
+
+    A rule whose matches never hold a space (a token, a URL) is run once over `joined`: its
+    word boundaries and look-arounds see a space there where the text had white space, so it
+    finds the same secrets, and ordinary prose (short words) is never looked at.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.starts: list[int] = []
+        self.origins: list[int] = []
+        parts: list[str] = []
+        at = 0
+        for match in _RUN.finditer(text):
+            self.starts.append(at)
+            self.origins.append(match.start())
+            parts.append(match.group())
+            at += len(parts[-1]) + 1
+        self.joined = " ".join(parts)
+        self.lowered = self.joined.lower()
+
+    def origin(self, position: int) -> int:
+        """Where a position of `joined` is in the text."""
+        index = bisect.bisect_right(self.starts, position) - 1
+        return self.origins[index] + position - self.starts[index]
 
 
 def _rx(pattern: str, flags: int = 0) -> re.Pattern[str]:
@@ -267,6 +319,11 @@ RULES: tuple[Rule, ...] = (
          mirror_only=True,
          hints=("...",)),
 )
+
+#: Rules whose matches never hold white space (tokens, URLs): run over `Runs` only.
+_LOCAL = frozenset(rule.name for rule in RULES) - {"private-key", "bearer", "secret-assignment",
+                                                   "secret-word-token"}
+RULES = tuple(replace(rule, local=True) if rule.name in _LOCAL else rule for rule in RULES)
 
 
 def user_rules(patterns: object) -> tuple[Rule, ...]:

@@ -19,7 +19,7 @@ from typing import Any
 
 from roam_core.errors import ConfigError, UserError
 from roam_core.secretscan.mask import MASK, mask_text
-from roam_core.secretscan.rules import RULES, Rule, user_rules
+from roam_core.secretscan.rules import RULES, Rule, Runs, user_rules
 
 ALLOW_FILE = "secrets-allow.yaml"
 #: Files whose first bytes hold a NUL are binary: images, archives, databases.
@@ -95,8 +95,10 @@ class Scanner:
                 spans.setdefault((at, at + len(literal)), "literal-secret")
                 at = text.find(literal, at + len(literal))
         lowered = text.lower()
+        runs = Runs(text)
         for rule in self.rules:
-            for span in rule.secrets(text, strict=True, lowered=lowered):
+            for span in rule.secrets(text, strict=True, lowered=lowered,
+                                     runs=runs if rule.local else None):
                 if not any(s <= span[0] < e for s, e in spans):  # one finding per secret
                     spans.setdefault(span, rule.name)
         found = []

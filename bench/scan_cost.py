@@ -1,0 +1,59 @@
+"""The push secret scanner's share of a first push (issue 26's "≤ 10% of push time").
+
+    python bench/scan_cost.py [--home small|large] [--work DIR]
+
+Generates the benchmark's synthetic home (bench/homes.py), runs `roam init` and a first
+`roam push --json` to a local store, and prints the push's wall time, the time the secret
+scan took inside it (`secret_scan_seconds`), the files it scanned and their share.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from homes import SPECS, generate
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--home", choices=sorted(SPECS), default="small")
+    parser.add_argument("--work", type=Path, default=None)
+    args = parser.parse_args()
+    work = args.work or Path(tempfile.mkdtemp(prefix="roam-scan-cost-"))
+    store = work / "store"
+    shutil.rmtree(store, ignore_errors=True)
+    store.mkdir(parents=True)
+    home = work / f"home-{args.home}"
+    generate(SPECS[args.home], home, {"backend": "local", "local_dir": str(store)})
+    shutil.rmtree(home / "roam", ignore_errors=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ROAM_", "HERMES_"))}
+    env["ROAM_ARCHIVE_KEY"] = os.urandom(32).hex()
+    roam = [sys.executable, "-m", "roam_core.cli.main", "--home", str(home)]
+    subprocess.run([*roam, "init"], env=env, check=True, capture_output=True)
+    started = time.perf_counter()
+    done = subprocess.run([*roam, "push", "--json"], env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    if done.returncode != 0:
+        print(done.stdout[-2000:], done.stderr[-2000:])
+        return 1
+    result = json.loads(done.stdout)
+    scan = float(result["secret_scan_seconds"])
+    print(f"home {args.home}: first push {wall:.2f} s, secret scan {scan:.2f} s "
+          f"({100 * scan / wall:.1f} %), {result['secret_scan_files']} files scanned, "
+          f"{result['bytes_changed'] / 1e6:.1f} MB pushed, findings "
+          f"{len(result['secret_findings'])}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
