@@ -121,7 +121,8 @@ def test_a_changed_job_keeps_its_run_history_and_pauses() -> None:
     local = doc(job(last_run_at="L", last_status="ok", repeat={"times": 5, "completed": 3},
                     provider_snapshot="local-provider"), job("c3", name="mine"))
     remote = cron.projection(doc(job(prompt="say goodbye", repeat={"times": 9})))
-    merged = cron.merge_jobs(local, remote, split=False, source="desk")
+    synced = cron.projection(doc(job(repeat={"times": 5})))  # the definition both last had
+    merged = cron.merge_jobs(local, remote, split=False, source="desk", base=synced)
     jobs = as_jobs(merged.data)
     changed = jobs["781cfb9303a5"]
     assert changed["prompt"] == "say goodbye" and changed["enabled"] is False

@@ -59,6 +59,7 @@ class Plan:
     archives: list[dict[str, str]] = field(default_factory=list)
     cron_paused: list[dict[str, str]] = field(default_factory=list)
     cron_removed: list[dict[str, str]] = field(default_factory=list)
+    cron_conflicts: list[dict[str, str]] = field(default_factory=list)
     ops: list[Op] = field(default_factory=list)
     new_state: LocalState | None = None
 
@@ -71,7 +72,8 @@ class Plan:
         """Conflicts of every kind kept local: files, config keys, memory entries."""
         return (len(self.conflicts)
                 + sum(len(item["conflicts_kept_local"]) for item in self.configs_merged)
-                + sum(len(item["conflicts"]) for item in self.memories_merged))
+                + sum(len(item["conflicts"]) for item in self.memories_merged)
+                + len(self.cron_conflicts))
 
     def as_json(self) -> dict[str, Any]:
         return {"generation": self.generation, "device": self.device, "created": self.created,
@@ -82,7 +84,8 @@ class Plan:
                 "local_changes": self.local_changes, "unchanged": self.unchanged,
                 "overwritten_conflicts": self.overwritten,
                 "plugins_missing": self.plugins_missing, "session_archive": self.archives,
-                "cron_paused": self.cron_paused, "cron_removed": self.cron_removed}
+                "cron_paused": self.cron_paused, "cron_removed": self.cron_removed,
+                "cron_conflicts": self.cron_conflicts}
 
 
 def _remote_source(session: Session, entry: FileEntry) -> Any:
@@ -262,7 +265,7 @@ class Planner:
         self.new_state.conflicts.pop(rel, None)
         self.new_state.entry_conflicts.pop(rel, None)
 
-    def _entry_conflicts(self, rel: str, kept: list[str]) -> None:
+    def note_entry_conflicts(self, rel: str, kept: list[str]) -> None:
         """The keys or entries of a merged file kept local, open until pushed or overwritten."""
         if kept:
             self.new_state.entry_conflicts[rel] = [str(item) for item in kept]
@@ -285,7 +288,7 @@ class Planner:
         merged = merge_config(local_text, base_projection, remote_text,
                               overwrite_conflicts=self.overwrite, host_keys=self.host_keys)
         self.new_state.projections[rel] = merged.accepted_projection
-        self._entry_conflicts(rel, merged.conflicts)
+        self.note_entry_conflicts(rel, merged.conflicts)
         self.plan.configs_merged.append({
             "path": rel, "remote_applied": merged.remote_applied,
             "conflicts_kept_local": merged.conflicts, "local_kept": merged.local_kept})
@@ -317,7 +320,7 @@ class Planner:
         self.plan.memories_merged.append({
             "path": rel, "added_remote": merged.added_remote, "kept_local": merged.kept_local,
             "removed": merged.removed, "conflicts": merged.conflicts})
-        self._entry_conflicts(rel, merged.conflicts)
+        self.note_entry_conflicts(rel, merged.conflicts)
         if merged.changed:
             self.plan.ops.append(Op(rel, "write", _sha(merged.data), loc.mode, loc.signature,
                                     _raw_sha(loc), source=_bytes_source(merged.data)))

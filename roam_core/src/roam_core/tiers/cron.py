@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime
 import json
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -131,6 +132,8 @@ class CronMerge:
     refused: list[str] = field(default_factory=list)
     #: jobs deleted here because another device deleted them
     removed: list[Landed] = field(default_factory=list)
+    #: jobs changed (or defined only) here that the remote defines otherwise: kept local
+    conflicts: list[Landed] = field(default_factory=list)
 
 
 def now_iso() -> str:
@@ -170,11 +173,15 @@ def _changed_job(local: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
 
 def merge_jobs(local: bytes | None, remote: bytes, *, split: bool, source: str,
                rel: str = JOBS_FILE, when: str | None = None,
-               base: bytes | None = None) -> CronMerge:
+               base: bytes | None = None, overwrite: bool = False,
+               still_open: Collection[str] = ()) -> CronMerge:
     """Merge the remote definitions into the local jobs file (see the module docstring).
 
     `base` is the projection this home last synced, which tells a job deleted elsewhere
-    from one only this home has.
+    from one only this home has, and a job changed here from one changed there. A job
+    changed (or defined only) here that the remote defines otherwise is a conflict, kept
+    local unless `overwrite`; `still_open` names jobs kept so by an earlier pull (whose
+    remote definition has since become the synced one).
     """
     when = when or now_iso()
     result = CronMerge()
@@ -185,6 +192,9 @@ def merge_jobs(local: bytes | None, remote: bytes, *, split: bool, source: str,
         result.removed = [Landed(str(job.get("id")), str(job.get("name") or job.get("id")),
                                  "removed") for job in jobs if str(job.get("id")) in gone]
         jobs = [job for job in jobs if str(job.get("id")) not in gone]
+    synced = {} if base is None else {
+        str(job.get("id")): definition(job)
+        for job in parse_jobs(base, f"the last synced {rel}")[1]}
     index = {str(job.get("id")): position for position, job in enumerate(jobs)}
     merged = list(jobs)
     for raw in remote_jobs:
@@ -197,6 +207,13 @@ def merge_jobs(local: bytes | None, remote: bytes, *, split: bool, source: str,
         position = index.get(job_id)
         if position is not None and definition(jobs[position]) == spec:
             continue  # same definition: the local enabled/paused state stands
+        if position is not None and (definition(jobs[position]) != synced.get(job_id)
+                                     or job_id in still_open):
+            if spec == synced.get(job_id) and job_id not in still_open:
+                continue  # changed only here: a local change that a push publishes
+            if not overwrite:
+                result.conflicts.append(Landed(job_id, name, "conflict"))
+                continue
         if position is None:
             job = _new_job(spec, split)
             change = "new"

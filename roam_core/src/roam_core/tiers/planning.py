@@ -87,7 +87,10 @@ def plan_cron(planner: Planner, rel: str, r: FileEntry | None, b: FileEntry | No
     base_bytes = None if b is None else planner.session.repo.read_content(b)
     path = planner.session.root / rel
     merged = cron.merge_jobs(local_bytes, remote_bytes, split=cron.uses_runtime_db(path),
-                             source=str(planner.view.head.device), rel=rel, base=base_bytes)
+                             source=str(planner.view.head.device), rel=rel, base=base_bytes,
+                             overwrite=planner.overwrite, still_open={
+                                 key.removeprefix("job ")
+                                 for key in planner.state.entry_conflicts.get(rel, [])})
     profile = cron.profile_of(rel)
     for job_id in merged.refused:
         plan.kept_by_rules.append({"path": f"{rel}: job {job_id}",
@@ -95,6 +98,10 @@ def plan_cron(planner: Planner, rel: str, r: FileEntry | None, b: FileEntry | No
     for job in merged.removed:
         plan.cron_removed.append({"path": rel, "profile": profile, "id": job.job_id,
                                   "name": job.name})
+    for job in merged.conflicts:
+        plan.cron_conflicts.append({"path": rel, "profile": profile, "id": job.job_id,
+                                    "name": job.name})
+    planner.note_entry_conflicts(rel, [f"job {job.job_id}" for job in merged.conflicts])
     for landed in merged.landed:
         plan.cron_paused.append({"path": rel, "profile": profile, "id": landed.job_id,
                                  "name": landed.name, "change": landed.change,
@@ -120,6 +127,9 @@ def iter_tier_lines(plan: Any) -> list[str]:
     for (device, profile, action), count in sorted(groups.items()):
         lines.append(f"session archive {action}: {count} transcript(s) from {device}/{profile} "
                      "(read-only; roam sessions lists them)")
+    for job in plan.cron_conflicts:
+        lines.append(f"cron job conflict kept local (changed here and on another device): "
+                     f"{job['name']} [{job['id']}] in {job['path']}")
     for job in plan.cron_removed:
         lines.append(f"cron job removed (deleted on another device): {job['name']} "
                      f"[{job['id']}] in {job['path']}")
@@ -135,7 +145,7 @@ def restore_op(session: Any, entry: FileEntry, local: LocalFile | None,
     merged = cron.merge_jobs(None if local is None else local.path.read_bytes(),
                              session.repo.read_content(entry),
                              split=cron.uses_runtime_db(session.root / entry.path),
-                             source="a restore", rel=entry.path)
+                             source="a restore", rel=entry.path, overwrite=True)
     if merged.data is None:
         return None, []
     data = merged.data
