@@ -6,10 +6,11 @@ appends each turn to it (`thread_id`). The spool, the redaction, the session→p
 the continuation of a post that refuses (deleted, locked, archived) are the bot sink's.
 
 What a webhook cannot do, and what that costs: it cannot list threads, so a creation that
-got no answer is not looked for (the session waits `LATE_WINDOW`, then creates again, which
-may leave an empty post); it sends no nonce, so a crash between a post and its record may
-show that part twice; it cannot rename a post when Hermes titles the session later. The
-URL never appears in a log, an error, the fingerprint or the map (keyed by webhook id).
+got no answer is not looked for (the next try creates the post again, which may leave an
+empty one; waiting instead would hold every outage's first turn back for a minute); it
+sends no nonce, so a crash between a post and its record may show that part twice; it
+cannot rename a post when Hermes titles the session later. The URL never appears in a
+log, an error, the fingerprint or the map (keyed by webhook id).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 from roam_core.mirror.events import TurnEvent
 from roam_core.mirror.sink import SinkRetry, SinkTerminal
 from roam_core.types import PluginContext
-from roam_sink_discord.client import DiscordClient, NotFound
+from roam_sink_discord.client import DiscordClient, MaybeSent, NotFound
 from roam_sink_discord.format import session_label
 from roam_sink_discord.sink import NO_MENTIONS, DiscordSink
 
@@ -112,6 +113,12 @@ class DiscordWebhookSink(DiscordSink):
         body = self._request(f"?wait=true&thread_id={thread_id}",
                              {"content": content, "allowed_mentions": NO_MENTIONS})
         return str(body.get("id") or "") if isinstance(body, dict) else ""
+
+    def _open_thread(self, event: TurnEvent, entry: dict[str, Any]) -> str:
+        try:
+            return self._create_thread(event, entry)
+        except MaybeSent as error:
+            raise SinkRetry(f"{error}; the post is made again on the next try") from None
 
     def _adopt(self, event: TurnEvent, entry: dict[str, Any]) -> str | None:
         return None  # a webhook cannot list threads
