@@ -18,6 +18,18 @@ def test_env_key_tracks_the_hermes_version() -> None:
     assert hermes_env.env_key("0.20.0") != key
 
 
+def test_env_key_is_per_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another checkout (a worktree, CI's clone) never runs in this checkout's environment."""
+    key = hermes_env.env_key()
+    other = tmp_path / "other-checkout"
+    for name in ("", *hermes_env.PACKAGES):
+        (other / name).mkdir(parents=True, exist_ok=True)
+        (other / name / "pyproject.toml").write_bytes(
+            (hermes_env.REPO / name / "pyproject.toml").read_bytes())
+    monkeypatch.setattr(hermes_env, "REPO", other)
+    assert hermes_env.env_key() != key
+
+
 def test_cache_root_is_overridable(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("ROAM_TEST_CACHE", str(tmp_path))
     assert hermes_env.cache_root() == tmp_path

@@ -91,8 +91,14 @@ def cache_root() -> Path:
 
 
 def env_key(hermes_version: str = HERMES_VERSION) -> str:
-    """The cache key: the Hermes version plus a hash of every pyproject.toml of the repo."""
+    """The cache key: the Hermes version, this checkout's path and every pyproject.toml.
+
+    The environment installs this checkout's packages editable, so another checkout of the
+    repository (a worktree, CI's fresh clone) must never reuse it: it would run that
+    checkout's code inside Hermes.
+    """
     digest = hashlib.sha256(hermes_version.encode())
+    digest.update(str(REPO.resolve()).encode() + b"\0")
     for name in ("", *PACKAGES):
         path = REPO / name / "pyproject.toml"
         digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
