@@ -149,9 +149,18 @@ def network_section(net: list[NetResult]) -> list[str]:
 
 def network_bounds(net: list[NetResult]) -> list[str]:
     """Each unmet network target, with its numbers; the closing note explains them."""
+    why = {
+        "N1": "interpreter start-up and imports (boto3 included), the walk, one GET of HEAD.",
+        "N2": "one PUT per tree (format v1: a folder's tree is its own object), 32 at once.",
+        "N3": "the walk and state rewrite of a local incremental push, plus HEAD, the index "
+              "listing, one pack, its index, the changed trees, the snapshot and HEAD.",
+        "N4": "one GET per tree (level by level, 32 at once) before the blobs (one ranged "
+              "GET per pack span, 8 at once), then the local install.",
+    }
     return [f"{r.title} (target {r.target}): median {r.roam.median:.2f} s against "
             f"{r.restic.median:.2f} s, {r.requests('roam')} requests against "
-            f"{r.requests('restic')}" for r in net if not r.met]
+            f"{r.requests('restic')}. Bounded by: {why.get(r.key, 'see notes')}"
+            for r in net if not r.met]
 
 
 def bench_roam(bench: Bench, name: str) -> Roam:
