@@ -41,6 +41,9 @@ class Device:
 class FleetRun:
     """Three devices on one store (the third with narrower rules) and their model."""
 
+    #: every install's backup folder is kept, so a replaced version is always findable
+    BACKUP_KEEP = 100000
+
     def __init__(self, store: Store, root: Path, rng: random.Random, runner: Runner) -> None:
         self.store = store
         self.root = root
@@ -50,6 +53,9 @@ class FleetRun:
         self.canaries: set[str] = set()
         self.log: list[str] = []
         self.devices: list[Device] = []
+        #: (device, path, bytes): never-pushed versions an install replaced outright (not
+        #: merged), whose only copy is the device's backup
+        self.only_in_backups: list[tuple[Device, str, bytes]] = []
 
     # -- content -----------------------------------------------------------------------------
 
@@ -80,7 +86,8 @@ class FleetRun:
         names = ("desk", "laptop", "phone")
         for index, name in enumerate(names):
             narrow = index == 2
-            home = Home(self.root / name, name, self.store, self.runner, backup_keep=100000)
+            home = Home(self.root / name, name, self.store, self.runner,
+                        backup_keep=self.BACKUP_KEEP)
             dev = Device(home, DeviceModel(name, narrow=narrow,
                                            local_rules=NARROW_ALWAYS if narrow else ()))
             self.devices.append(dev)
@@ -196,3 +203,6 @@ class FleetRun:
                 f"P1: roam {' '.join(args)} on {dev.model.name} replaced {rel} "
                 f"(sha {hashlib.sha256(before).hexdigest()[:12]}) which was never pushed and "
                 "is in no backup folder")
+            merged = rel == CONFIG or rel in MEMORY  # a merge keeps the local part
+            if verb == "restore" or "--overwrite-conflicts" in args or not merged:
+                self.only_in_backups.append((dev, rel, before))

@@ -98,6 +98,8 @@ class Expectation:
     conflicts: set[str] = field(default_factory=set)
     kept: set[str] = field(default_factory=set)
     accepted: dict[str, Any] | None = None
+    #: config keys changed on both sides and kept local (each makes the pull exit 2)
+    config_conflicts: int = 0
 
 
 class FleetModel:
@@ -154,6 +156,9 @@ class FleetModel:
                     expect.config, expect.accepted = merge_config(
                         config_keys(local.get(rel)), dev.accepted, config_keys(remote[rel]),
                         overwrite)
+                    expect.config_conflicts = config_conflicts(
+                        config_keys(local.get(rel)), dev.accepted, config_keys(remote[rel]),
+                        overwrite)
                 continue
             r, b, loc = remote.get(rel), base.get(rel), local.get(rel)
             if rel in dev.unseen and loc is None:
@@ -193,6 +198,20 @@ class FleetModel:
         dev.conflicts = set(expect.conflicts)
         if expect.accepted is not None:
             dev.accepted = expect.accepted
+
+
+def config_conflicts(local: dict[str, Any], accepted: dict[str, Any] | None,
+                     remote: dict[str, Any], overwrite: bool) -> int:
+    """How many shared keys `merge_config` keeps local as conflicts (a first merge has none)."""
+    if accepted is None or overwrite:
+        return 0
+    mine = shared_keys(local)
+    count = 0
+    for key in set(mine) | set(accepted) | set(remote):
+        loc, base, rem = (mine.get(key, MISSING), accepted.get(key, MISSING),
+                          remote.get(key, MISSING))
+        count += loc != rem and rem != base and loc != base  # as merge_config decides
+    return count
 
 
 def merge_config(local: dict[str, Any], accepted: dict[str, Any] | None,

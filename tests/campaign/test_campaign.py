@@ -65,3 +65,19 @@ def test_hostile_campaign(kind: str, request: pytest.FixtureRequest) -> None:
                              HOSTILE_STEPS, "ROAM_HOSTILE_STEPS")
     print(f"hostile campaign {kind}: seed {seed}, {HOSTILE_STEPS} steps, generation "
           f"{campaign.fleet.head}, {campaign.events}, {len(campaign.lost)} version(s) lost")
+
+
+KEEP_ONE_STEPS = int(os.environ.get("ROAM_KEEP_ONE_STEPS") or 120)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_campaign_keeping_one_backup(request: pytest.FixtureRequest) -> None:
+    """`backup_keep: 1`: P1 holds, a never-pushed replaced version outlives pruning."""
+    from campaign.keep_one import KeepOneCampaign, play_keep_one
+
+    campaign, seed = _played("local", request, "keep-one", KeepOneCampaign, play_keep_one,
+                             KEEP_ONE_STEPS, "ROAM_KEEP_ONE_STEPS")
+    assert campaign.only_in_backups, "the run replaced no never-pushed version: it proved nothing"
+    print(f"keep-one campaign: seed {seed}, {KEEP_ONE_STEPS} steps, "
+          f"{len(campaign.only_in_backups)} never-pushed version(s) kept in backups")
