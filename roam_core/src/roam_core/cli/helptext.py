@@ -14,7 +14,7 @@ EXIT_CODES = """exit codes:
 GROUPS = (
     ("set up", ("init", "config", "rules", "auto", "demo", "completion")),
     ("sync", ("status", "push", "pull", "diff", "restore")),
-    ("history", ("history", "devices", "sessions", "backups")),
+    ("history", ("history", "devices", "sessions", "backups", "stats")),
     ("diagnostics", ("doctor", "check")),
     ("plugins", ("plugins", "backends", "sinks", "mirror")),
 )
@@ -27,6 +27,7 @@ EXAMPLES = {
     ("push",): ["roam push", "roam push --dry-run", "roam push -q   # no progress"],
     ("pull",): ["roam pull            # show the plan", "roam pull --apply    # install it"],
     ("history",): ["roam history", "roam history memories/MEMORY.md"],
+    ("stats",): ["roam stats", "roam stats --last 30", "roam stats --json"],
     ("config", "set"): ["roam config set backend s3", "roam config set max_file_mb 200"],
     ("config", "list"): ["roam config list", "roam config list --json"],
     ("config", "unset"): ["roam config unset backup_keep"],

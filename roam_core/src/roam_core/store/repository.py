@@ -414,9 +414,16 @@ class Repository:
         The cache (`indexes/known.jsonl`) holds one line per index already read: a push
         appends the new ones instead of rewriting them all.
         """
+        lost_packs = self.voided()[0]
+        # the cache holds only what load_index checked: no per-field conversion here
+        return {ref[0]: tuple(ref) for refs in self.indexes().values()  # type: ignore[misc]
+                for ref in refs if ref[1] not in lost_packs}
+
+    def indexes(self) -> dict[str, list[list[Any]]]:
+        """Each index the store lists (less voided ones) → its blob refs, read once per device."""
         cache = self._cache_path("indexes", KNOWN_FILE)
         known = read_known(cache) if cache is not None else {}
-        lost_packs, void_indexes = self.voided()
+        void_indexes = self.voided()[1]
         listed = {key.rpartition("/")[2] for key in self.backend.list("index/")} - void_indexes
         # only what this store lists counts: a cache kept from another store (the same home
         # re-initialised elsewhere) must never make a push skip uploading a blob
@@ -433,9 +440,7 @@ class Repository:
             with self._known_lock:
                 write_known(cache, [json.dumps([index_id, refs]) for index_id, refs in lines],
                              append=not stale)
-        # the cache holds only what load_index checked: no per-field conversion here
-        return {ref[0]: tuple(ref) for refs in known.values()  # type: ignore[misc]
-                for ref in refs if ref[1] not in lost_packs}
+        return known
 
     def load_index(self, index_id: str) -> list[BlobRef]:
         """The blobs one pack holds, from the pack's sealed index object."""
