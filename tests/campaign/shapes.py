@@ -325,10 +325,11 @@ class ShapeCampaign:
         rel = self.rng.choice(choices)
         target = dev.outside / f"t{self.serial}"
         self.serial += 1
-        if (dev.root / rel).is_dir():
-            shutil.copytree(dev.root / rel, target)
+        if (dev.root / rel).is_dir():  # a checkout elsewhere: what roam must not follow
+            target.mkdir()
+            (target / "SKILL.md").write_text(f"outside {target.name}\n")
         else:
-            shutil.copy(dev.root / rel, target)
+            target.write_text(f"outside {target.name}\n")
         self._clear_way(dev, rel)
         (dev.root / rel).symlink_to(target)
         return rel

@@ -29,7 +29,7 @@ def test_shape_campaign(kind: str, request: pytest.FixtureRequest) -> None:
         campaign = ShapeCampaign(store, root, random.Random(seed), Runner())
         try:
             campaign.play(STEPS)
-        except AssertionError as failure:
+        except Exception as failure:  # the harness's own errors need the seed too
             tail = "\n".join(campaign.log[-25:])
             raise AssertionError(
                 f"shape campaign on {kind} failed (seed {seed}, {STEPS} steps): {failure}\n"
