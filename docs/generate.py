@@ -50,6 +50,8 @@ ENVIRONMENT = {
                              "one from the user's",
     "ROAM_DISABLED_PLUGINS": "plugin names (comma or space separated) roam must not import",
     "ROAM_TEST_KILL_AT": "tests only: kill the process at a named point of an install",
+    "ROAM_TEST_KILL_SIGNAL": "tests only: the signal `ROAM_TEST_KILL_AT` sends (default "
+                             "`SIGKILL`; `SIGINT` is a Ctrl-C)",
 }
 
 #: Optional items that no home path carries, and what they mean.

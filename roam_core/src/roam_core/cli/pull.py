@@ -7,7 +7,7 @@ import argparse
 from roam_core.cli.common import operation
 from roam_core.cli.output import emit_json, sanitize
 from roam_core.cli.progress import Progress
-from roam_core.cli.sync import CAP, _size
+from roam_core.cli.sync import CAP, _size, coverage_line
 
 #: Only these plan lines are capped: everything else asks for a decision or says what is lost.
 CAPPED = ("added: ", "changed: ", "local change ")
@@ -39,6 +39,7 @@ def _pull(args: argparse.Namespace) -> int:
 
     only = tuple(args.only or ())
     with operation(args, "pull", lock=True) as session:
+        covered = coverage_line(session)
         progress = Progress("pull", quiet=args.quiet or args.json)
         try:
             result = pull(session, apply=args.apply,
@@ -54,6 +55,8 @@ def _pull(args: argparse.Namespace) -> int:
         emit_json({**plan.as_json(), "applied": result.applied,
                    "verified_bytes": result.verified_bytes, "root": str(root)})
         return result.exit_code
+    if not args.quiet:
+        print(covered)
     print(f"roam: generation {plan.generation} from {sanitize(plan.device)} ({plan.created}) "
           f"into {sanitize(root)}")
     print_plan(list(iter_lines(plan)), show_all=args.all)
@@ -65,8 +68,15 @@ def _pull(args: argparse.Namespace) -> int:
         print(f"roam: downloaded and verified {_size(result.verified_bytes)}; nothing written")
     elif result.applied:
         installed = len(plan.ops)
-        print(f"roam: installed {installed} change(s); now at generation "
-              f"{plan.generation if not (only or args.keep_seen or args.cron) else 'unchanged'}")
+        if only or args.keep_seen or args.cron:
+            stays = "no generation yet" if result.seen is None else f"generation {result.seen}"
+            print(f"roam: installed {installed} change(s); this device stays at {stays} "
+                  "(a restricted pull does not advance it)")
+        else:
+            print(f"roam: installed {installed} change(s); now at generation {plan.generation}")
+        if result.interrupted_after_commit:
+            print("roam: interrupted after the commit point: the install had already "
+                  "completed and nothing was rolled back")
         print_resume(plan.cron_paused)
         if plan.kept_conflicts:
             print(f"roam: {plan.kept_conflicts} conflict(s) were kept local — run roam pull "

@@ -9,6 +9,7 @@ from typing import Any
 from roam_core.cli.common import operation
 from roam_core.cli.output import emit_json, sanitize, table
 from roam_core.cli.progress import Progress
+from roam_core.engine.session import Session
 from roam_core.errors import RoamError
 
 CAP = 40
@@ -40,6 +41,15 @@ def print_skipped(skipped: list[dict[str, str]]) -> None:
         print(f"roam: {len(skipped)} path(s) not synced from here (what the last generation "
               "held there is kept):")
         print_capped(skipped_lines(skipped))
+
+
+def coverage_line(session: Session) -> str:
+    """The covered root and each profile's state, in one line (push and pull print it first)."""
+    scope = session.scope
+    profiles = scope.profiles() if hasattr(scope, "profiles") else []
+    states = ", ".join(f"{sanitize(name)} ({'excluded' if excluded else 'synced'})"
+                       for name, excluded in profiles) or "none"
+    return f"roam: home {sanitize(session.root)}; profiles: {states}"
 
 
 def _init(args: argparse.Namespace) -> int:
@@ -74,7 +84,9 @@ def _status(args: argparse.Namespace) -> int:
     for profile in report.get("profiles", []):
         marker = "(excluded)" if profile["excluded"] else "(synced)"
         print(f"profile: {sanitize(profile['name'])}{marker}")
-    print(f"local:   generation {report['local_generation']}, {report['dirty']} local change(s)")
+    local = report["local_generation"]
+    where = "not pulled yet" if local is None else f"generation {local}"
+    print(f"local:   {where}, {report['dirty']} local change(s)")
     for key, value in sorted((report.get("optional") or {}).items()):
         print(f"option:  {key}: {'on' if value else 'off'}")
     if (report.get("optional") or {}).get("hooks"):
@@ -96,8 +108,13 @@ def _status(args: argparse.Namespace) -> int:
         raise RoamError(report["error"])  # already says what kind of failure it is
     print(f"remote:  generation {report['remote_generation']} on {sanitize(report['identity'])},"
           f" fleet of {report['fleet_size']}")
-    if report["behind"]:
-        print("state:   behind — run roam pull")
+    if report["behind"] and not report["generations_ahead"]:
+        print("state:   not pulled yet — run roam pull")
+    elif report["behind"]:
+        then = ", then roam push" if report["dirty"] else ""
+        print(f"state:   remote is {report['generations_ahead']} generation(s) ahead (from "
+              f"{sanitize(report['last_push_device'])}, {sanitize(report['remote_time'])}) — "
+              f"run roam pull{then}")
     elif report["dirty"]:
         print("state:   ahead — run roam push")
     else:
@@ -110,6 +127,7 @@ def _push(args: argparse.Namespace) -> int:
     from roam_core.secretscan.scan import SecretsFound
 
     with operation(args, "push") as session:
+        covered = coverage_line(session)
         progress = Progress("push", quiet=args.quiet or args.json)
         try:
             result = push(session, force=args.force, dry_run=args.dry_run,
@@ -121,6 +139,8 @@ def _push(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(result.as_json())
         return 1 if result.findings else 0
+    if not args.quiet:
+        print(covered)
     for line in result.notes:
         print(f"roam: {sanitize(line)}")
     print_skipped(result.skipped)

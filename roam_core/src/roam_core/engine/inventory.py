@@ -11,6 +11,7 @@ import configparser
 import importlib.metadata
 import json
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +64,26 @@ def _git_origin(repo: Path) -> str | None:
         url = parser.get('remote "origin"', "url")
     except (configparser.Error, OSError):
         return None
-    return _CREDENTIALS.sub("//", url)
+    return _CREDENTIALS.sub("//", _git_value(url))
+
+
+def _git_value(raw: str) -> str:
+    """A git config value as git reads it: quoted parts unquoted, escapes undone."""
+    out: list[str] = []
+    quoted = escaped = False
+    for char in raw.strip():
+        if escaped:
+            out.append({"n": "\n", "t": "\t"}.get(char, char))
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == '"':
+            quoted = not quoted
+        elif char in ";#" and not quoted:
+            break  # a comment
+        else:
+            out.append(char)
+    return "".join(out).strip()
 
 
 def collect(root: Path) -> dict[str, Any]:
@@ -116,9 +136,11 @@ def missing(root: Path, remote: bytes) -> list[dict[str, Any]]:
         name, source = str(plugin.get("name")), plugin.get("source")
         if plugin.get("kind") == "pip":
             version = plugin.get("version")
-            hint = f"pip install {source}=={version}" if source and version else None
+            hint = f"pip install {shlex.quote(f'{source}=={version}')}" \
+                if source and version else None
         else:
-            hint = f"hermes plugins install {source}" if source else None
+            # quoted: the source string was written by another device
+            hint = f"hermes plugins install {shlex.quote(str(source))}" if source else None
         found.append({"name": name, "kind": plugin.get("kind"), "version": plugin.get("version"),
                       "commit": plugin.get("commit"), "install": hint})
     return found

@@ -50,14 +50,15 @@ JOURNAL = "journal.json"
 #: `backups/<stamp>.kept.json`: the versions in `backups/<stamp>/` that only it holds
 KEPT_SUFFIX = ".kept.json"
 KILL_ENV = "ROAM_TEST_KILL_AT"
+KILL_SIGNAL_ENV = "ROAM_TEST_KILL_SIGNAL"
 #: Files at least this big have their writeback started as soon as they are written.
 WRITEBACK_MIN = 256 * 1024
 
 
 def kill_point(name: str) -> None:
-    """Crash-injection hook for tests: SIGKILL this process at the named step."""
+    """Crash-injection hook for tests: SIGKILL (or `ROAM_TEST_KILL_SIGNAL`) at the named step."""
     if os.environ.get(KILL_ENV) == name:
-        os.kill(os.getpid(), signal.SIGKILL)
+        os.kill(os.getpid(), getattr(signal, os.environ.get(KILL_SIGNAL_ENV, "SIGKILL")))
 
 
 def _per_file_kills() -> bool:
@@ -266,6 +267,13 @@ class Install:
         kill_point("journal:committed")
         (self.state_dir / JOURNAL).unlink(missing_ok=True)
         kill_point("journal:done")
+
+    def settled(self) -> bool:
+        """After an interrupt: whether the install had committed (its journal is then removed)."""
+        if not _committed(self.state_dir, self.stamp):
+            return False
+        (self.state_dir / JOURNAL).unlink(missing_ok=True)
+        return True
 
     def _loaded(self) -> dict[str, Any]:
         try:

@@ -376,6 +376,8 @@ def iter_lines(plan: Plan) -> Iterator[str]:
     for item in plan.configs_merged:
         yield (f"merged config: {item['path']} ({len(item['remote_applied'])} remote key(s) "
                f"applied, {len(item['local_kept'])} kept local)")
+        for key in item["local_kept"]:
+            yield f"config kept local (first pull, your value stays): {item['path']}: {key}"
         for key in item["conflicts_kept_local"]:
             yield f"config conflict kept local: {item['path']}: {key}"
     for item in plan.memories_merged:

@@ -20,6 +20,10 @@ class PullResult:
     plan: Plan
     applied: bool = False
     verified_bytes: int = 0
+    #: an interrupt arrived once the install had committed: it is complete
+    interrupted_after_commit: bool = False
+    #: the generation this device counts as seen after the pull (None: none yet)
+    seen: int | None = None
 
     @property
     def exit_code(self) -> int:
@@ -63,7 +67,14 @@ def pull(session: Session, *, apply: bool = False, overwrite_conflicts: bool = F
                                             if rel in view.manifest))
         merged = {item["path"] for item in (*plan.configs_merged, *plan.memories_merged)}
         unpushed = unpushed_paths(plan.ops, state.base, merged, overwrite_conflicts)
-        Install(session.root, session.state_dir, plan.ops, progress, unpushed).run(new_state)
+        install = Install(session.root, session.state_dir, plan.ops, progress, unpushed)
+        try:
+            install.run(new_state)
+        except KeyboardInterrupt:
+            if not install.settled():
+                raise
+            # Ctrl-C after the commit point: the install is whole, so say so and finish
+            result.interrupted_after_commit = True
         prune_backups(session.state_dir, int(number(session.settings, "backup_keep")))
     else:
         save_state(session.state_dir, new_state)
@@ -72,4 +83,5 @@ def pull(session: Session, *, apply: bool = False, overwrite_conflicts: bool = F
                     view.head.generation)
         view.remember_trees()
     result.applied = True
+    result.seen = new_state.generation
     return result

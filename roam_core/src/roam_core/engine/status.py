@@ -108,4 +108,7 @@ def status(session: Session) -> dict[str, Any]:
         report["behind"] = report["remote_ahead"] = behind
         report["fleet_size"] = len(snapshot.roster)
         report["last_push_device"] = head.device
+        report["remote_time"] = head.time
+        # a device that has not pulled yet counts from the founding generation 0
+        report["generations_ahead"] = max(0, head.generation - (state.generation or 0))
     return report
