@@ -202,7 +202,8 @@ class Campaign(FleetRun):
         dev = self.devices[index]
         model, fleet = dev.model, self.fleet
         behind = model.synced != fleet.head
-        ran = self.command(index, "push", "--json", *(["--force"] if force else []))
+        # --yes: the campaign models what a confirmed forced push publishes
+        ran = self.command(index, "push", "--json", *(["--force", "--yes"] if force else []))
         result, pre, _post = ran
         if behind and not force:
             self.expect(ran, 2, "P1: a device that is behind must not publish")

@@ -94,7 +94,7 @@ def test_behind_device_cannot_push_until_pull_or_force(make_device) -> None:
     refused = b.roam("push")
     assert refused.code == 2
     assert "roam: the remote head moved ahead — run roam pull first" in refused.err
-    forced = b.roam("push", "--force")
+    forced = b.roam("push", "--force", "--yes")  # b never pulled: the guard asks
     assert forced.code == 0, forced.err
     assert a.roam("push").code in (0, 2)
     assert a.roam("push").code == 2 or "nothing" in a.roam("push").out

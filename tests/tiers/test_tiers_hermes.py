@@ -47,7 +47,8 @@ def test_session_archive_lands_read_only_is_listed_and_never_travels_back(pair: 
     assert pushed["session_archive"]["sessions"] == 2, pushed
     archived = sorted(p for p in pushed["added"] if p.startswith("archive/sessions/"))
     assert [p.split("/")[3] for p in archived] == ["default", "work"]
-    assert all(p.startswith("archive/sessions/desk/") for p in archived)
+    desk_id = json.loads((desk.path / "roam/state.json").read_text())["device_id"]
+    assert all(p.startswith(f"archive/sessions/{desk_id}/") for p in archived)
     assert not any(p.startswith(("sessions/", "state.db")) for p in pushed["added"])
     # A re-export stamps a new time into every file: still nothing to push.
     assert json.loads(ok(desk.roam("push", "--json")).stdout)["nothing_to_push"] is True
@@ -56,29 +57,30 @@ def test_session_archive_lands_read_only_is_listed_and_never_travels_back(pair: 
     pulled = laptop.roam("pull", "--apply", "--overwrite-conflicts")
     ok(pulled)
     assert "session archive added: 1 transcript(s) from desk/default" in pulled.stdout
-    landed = sorted((laptop.path / "roam/session-archive/desk").rglob("*.md"))
+    landed = sorted((laptop.path / f"roam/session-archive/{desk_id}").rglob("*.md"))
     assert [p.parent.name for p in landed] == ["default", "work"]
     for path in landed:
         assert stat.S_IMODE(path.stat().st_mode) == 0o444
     listed = json.loads(ok(laptop.roam("sessions", "--json")).stdout)
-    assert [(r["device"], r["profile"]) for r in listed] == [("desk", "default"),
-                                                             ("desk", "work")]
+    assert [(r["device"], r["profile"]) for r in listed] == [(desk_id, "default"),
+                                                             (desk_id, "work")]
     assert all(r["size"] > 0 and r["date"] for r in listed)
     root_id = listed[0]["session_id"]
-    shown = ok(laptop.roam("sessions", "show", "desk", "default", root_id)).stdout
+    shown = ok(laptop.roam("sessions", "show", desk_id, "default", root_id)).stdout
     assert "remember the desk" in shown and "STUB-REPLY: hello from the stub" in shown
-    assert "desk / default:" in ok(laptop.roam("sessions")).stdout
+    assert f"{desk_id} / default:" in ok(laptop.roam("sessions")).stdout
 
     # The laptop publishes its own namespace; the desk's is carried, never re-pushed.
     ok(laptop.oneshot("a laptop question"))
     again = json.loads(ok(laptop.roam("push", "--json")).stdout)
-    assert [p.split("/")[2] for p in again["added"] if p.startswith("archive/")] == ["laptop"]
-    assert not [p for p in again["removed"] if p.startswith("archive/sessions/desk/")]
+    laptop_id = json.loads((laptop.path / "roam/state.json").read_text())["device_id"]
+    assert [p.split("/")[2] for p in again["added"] if p.startswith("archive/")] == [laptop_id]
+    assert not [p for p in again["removed"] if p.startswith(f"archive/sessions/{desk_id}/")]
     assert not [p for p in again["added"] if p.startswith("roam/")]
     back = ok(desk.roam("pull", "--apply"))
     assert "from laptop/default" in back.stdout
-    assert (desk.path / "roam/session-archive/laptop/default").is_dir()
-    assert not (desk.path / "roam/session-archive/desk").exists()   # never its own
+    assert (desk.path / f"roam/session-archive/{laptop_id}/default").is_dir()
+    assert not (desk.path / f"roam/session-archive/{desk_id}").exists()   # never its own
     assert json.loads(ok(desk.roam("push", "--json")).stdout)["nothing_to_push"] is True
 
 

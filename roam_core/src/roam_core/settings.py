@@ -30,6 +30,8 @@ DEFAULTS: dict[str, Any] = {
     "sessions_max_mb": 50,
     "sync_cron": False,
     "max_file_mb": 100,
+    "force_guard_percent": 20,
+    "force_guard_paths": 100,
     "operation_timeout_seconds": 3600,
     "redact_env_values": True,
     "redact_patterns": [],
@@ -58,6 +60,10 @@ CORE_HELP: dict[str, str] = {
     "sessions_max_mb": "size cap of the session archive tier, in MiB",
     "sync_cron": "optional tier: share `cron/jobs.json` (cron job definitions)",
     "max_file_mb": "the largest shared file roam pushes or accepts, in MiB",
+    "force_guard_percent": "`push --force` asks first when it would remove more than this "
+                           "percentage of the remote's paths",
+    "force_guard_paths": "`push --force` asks first when it would remove more than this many "
+                         "paths (and always when this device never pulled)",
     "operation_timeout_seconds": "time budget of one push, pull, restore or check; a push that "
                                  "runs out resumes when run again (what was uploaded is kept)",
     "redact_env_values": "the mirror masks every value of the root's and the profile's `.env` "

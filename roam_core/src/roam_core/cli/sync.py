@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from roam_core.cli.common import operation
@@ -131,7 +132,7 @@ def _push(args: argparse.Namespace) -> int:
         progress = Progress("push", quiet=args.quiet or args.json)
         try:
             result = push(session, force=args.force, dry_run=args.dry_run,
-                          progress=progress)
+                          progress=progress, confirm=_confirmer(args, progress))
         except SecretsFound as found:
             return _secrets_found(args, found)
         finally:
@@ -180,6 +181,28 @@ def _secrets_found(args: argparse.Namespace, found: Exception) -> int:
         print(f"roam: {sanitize(line)}" if not line.startswith(" ") else sanitize(line),
               file=sys.stderr)
     return 1
+
+
+def _confirmer(args: argparse.Namespace, progress: Progress) -> Callable[[list[str], str], bool]:
+    """How `push --force` confirms removals: --yes, else a question on a terminal."""
+
+    def confirm(removed: list[str], why: str) -> bool:
+        if args.json:
+            return bool(args.yes)
+        progress.close()
+        print(f"roam: push --force {sanitize(why)}:")
+        print_capped([f"would remove: {path}" for path in removed])
+        if args.yes:
+            return True
+        if not sys.stdin.isatty():
+            return False
+        try:
+            answer = input("roam: publish these removals? [y/N] ")
+        except EOFError:
+            return False
+        return answer.strip().lower() in ("y", "yes")
+
+    return confirm
 
 
 def _devices(args: argparse.Namespace) -> int:
@@ -264,6 +287,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--force", action="store_true",
                         help="publish even though the remote moved ahead")
     parser.add_argument("--dry-run", action="store_true", help="list what would be pushed")
+    parser.add_argument("--yes", action="store_true",
+                        help="with --force: publish large removals without asking (scripts)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=_push)
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from roam_core import __version__
-from roam_core.engine import inventory
+from roam_core.engine import force_guard, inventory
 from roam_core.engine import remote as remote_module
 from roam_core.engine import roster as roster_module
 from roam_core.engine.journal import kill_point
@@ -101,8 +101,12 @@ def check_limits(files: Iterable[str]) -> None:
 
 
 def push(session: Session, *, force: bool = False, dry_run: bool = False,
-         progress: ProgressSink | None = None) -> PushResult:
-    """Publish a new generation; `ConflictError` (exit 2) when the remote moved ahead."""
+         progress: ProgressSink | None = None,
+         confirm: force_guard.Confirm | None = None) -> PushResult:
+    """Publish a new generation; `ConflictError` (exit 2) when the remote moved ahead.
+
+    A forced push that removes much of the remote asks `confirm` first (`force_guard`).
+    """
     state = session.require_state()
     view = remote_module.require_remote(session, state)
     behind = view.head.generation != state.generation
@@ -207,6 +211,9 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
         return result
     if result.findings:
         raise SecretsFound(result.findings)
+    if force:
+        total = len(view.manifest) if behind else len(reference)
+        force_guard.check(state, result.removed, total, session.settings, confirm)
 
     known = session.repo.known_blobs()
     for entry in base.values():
