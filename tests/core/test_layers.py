@@ -28,7 +28,23 @@ RANK = {part: rank for rank, (_name, parts) in enumerate(LAYERS) for part in par
 #: The two faces share the layer but never import each other.
 FACES = frozenset({"cli", "hermes"})
 
-KNOWN_BACK_EDGES: frozenset[tuple[str, str]] = frozenset()
+KNOWN_BACK_EDGES: frozenset[tuple[str, str]] = frozenset({
+    ('roam_core.cli.auto', 'roam_core.hermes'),
+    ('roam_core.engine.journal', 'roam_core.cli.output'),
+    ('roam_core.hermes.plugin', 'roam_core.cli.main'),
+    ('roam_core.hermes.runner', 'roam_core.cli.main'),
+    ('roam_core.hermes.runner', 'roam_core.cli.output'),
+    ('roam_core.hermes.slash', 'roam_core.cli.main'),
+    ('roam_core.hermes.slash', 'roam_core.cli.output'),
+    ('roam_core.mirror.spool', 'roam_core.engine.fs'),
+    ('roam_core.settings', 'roam_core.engine.fs'),
+    ('roam_core.tiers.planning', 'roam_core.engine'),
+    ('roam_core.tiers.planning', 'roam_core.engine.journal'),
+    ('roam_core.tiers.planning', 'roam_core.engine.plan'),
+    ('roam_core.tiers.planning', 'roam_core.engine.scan'),
+    ('roam_core.tiers.sessions', 'roam_core.engine.fs'),
+    ('roam_core.tiers.sessions', 'roam_core.engine.scan'),
+})
 
 
 def _part(module: str) -> str:
@@ -93,4 +109,4 @@ def test_the_known_back_edges_are_still_there() -> None:
 def test_the_check_sees_a_planted_back_edge(tmp_path: Path) -> None:
     planted = tmp_path / "planted.py"
     planted.write_text("def f():\n    from roam_core.cli import main\n")
-    assert "roam_core.cli.main" in _imports(planted)
+    assert "roam_core.cli" in _imports(planted)
