@@ -29,21 +29,21 @@ RANK = {part: rank for rank, (_name, parts) in enumerate(LAYERS) for part in par
 FACES = frozenset({"cli", "hermes"})
 
 KNOWN_BACK_EDGES: frozenset[tuple[str, str]] = frozenset({
-    ('roam_core.cli.auto', 'roam_core.hermes'),
-    ('roam_core.engine.journal', 'roam_core.cli.output'),
-    ('roam_core.hermes.plugin', 'roam_core.cli.main'),
-    ('roam_core.hermes.runner', 'roam_core.cli.main'),
-    ('roam_core.hermes.runner', 'roam_core.cli.output'),
-    ('roam_core.hermes.slash', 'roam_core.cli.main'),
-    ('roam_core.hermes.slash', 'roam_core.cli.output'),
-    ('roam_core.mirror.spool', 'roam_core.engine.fs'),
-    ('roam_core.settings', 'roam_core.engine.fs'),
-    ('roam_core.tiers.planning', 'roam_core.engine'),
-    ('roam_core.tiers.planning', 'roam_core.engine.journal'),
-    ('roam_core.tiers.planning', 'roam_core.engine.plan'),
-    ('roam_core.tiers.planning', 'roam_core.engine.scan'),
-    ('roam_core.tiers.sessions', 'roam_core.engine.fs'),
-    ('roam_core.tiers.sessions', 'roam_core.engine.scan'),
+    ("roam_core.cli.auto", "roam_core.hermes"),
+    ("roam_core.engine.journal", "roam_core.cli.output"),
+    ("roam_core.hermes.plugin", "roam_core.cli.main"),
+    ("roam_core.hermes.runner", "roam_core.cli.main"),
+    ("roam_core.hermes.runner", "roam_core.cli.output"),
+    ("roam_core.hermes.slash", "roam_core.cli.main"),
+    ("roam_core.hermes.slash", "roam_core.cli.output"),
+    ("roam_core.mirror.spool", "roam_core.engine.fs"),
+    ("roam_core.settings", "roam_core.engine.fs"),
+    ("roam_core.tiers.planning", "roam_core.engine"),
+    ("roam_core.tiers.planning", "roam_core.engine.journal"),
+    ("roam_core.tiers.planning", "roam_core.engine.plan"),
+    ("roam_core.tiers.planning", "roam_core.engine.scan"),
+    ("roam_core.tiers.sessions", "roam_core.engine.fs"),
+    ("roam_core.tiers.sessions", "roam_core.engine.scan"),
 })
 
 
