@@ -80,19 +80,22 @@ def test_hostile_tree_never_writes_outside_the_home(tree: dict[str, Any],
     _pull(tree, linked)
 
 
-def test_the_same_pull_installs_a_benign_tree_and_refuses_a_linked_folder() -> None:
+def test_the_same_pull_installs_a_benign_tree_and_keeps_a_linked_folder_local() -> None:
+    """A folder that is a link here is never written through: its remote entries are a
+    conflict kept local (exit 2, named), and the rest of the pull installs."""
     tree = {"SOUL.md": "FILE", "skills": {"a": {"SKILL.md": "FILE"}}}
     installed = _pull(tree, linked=False)
     assert installed.code == 0
     assert {"SOUL.md", "skills/a/SKILL.md"} <= set(installed.files)
-    refused = _pull(tree, linked=True)
-    assert refused.code == 1 and "skills" in refused.err
-    assert "SOUL.md" not in refused.files  # all or nothing
+    kept = _pull(tree, linked=True)
+    assert kept.code == 2 and "skills" in kept.out, (kept.out, kept.err)
+    assert "SOUL.md" in kept.files
+    assert "skills/a/SKILL.md" not in kept.files  # nothing written through the link
 
 
 class _Pulled:
-    def __init__(self, code: int, err: str, files: dict[str, bytes | str]) -> None:
-        self.code, self.err, self.files = code, err, files
+    def __init__(self, code: int, out: str, err: str, files: dict[str, bytes | str]) -> None:
+        self.code, self.out, self.err, self.files = code, out, err, files
 
 
 def _pull(tree: dict[str, Any], linked: bool) -> _Pulled:
@@ -121,4 +124,4 @@ def _pull(tree: dict[str, Any], linked: bool) -> _Pulled:
         files = _listing(home.root)
         for rel in files:
             assert ".." not in rel.split("/") and "\x00" not in rel
-        return _Pulled(result.code, result.err, files)
+        return _Pulled(result.code, result.out, result.err, files)
