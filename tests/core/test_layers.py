@@ -15,14 +15,15 @@ PACKAGE = Path(__file__).resolve().parents[2] / "roam_core" / "src" / "roam_core
 
 #: Lowest first. A module may import its own layer or any layer below it.
 LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
-    ("base", frozenset({"errors", "libc", "boundedjson", "home", "__version__", "secrets"})),
-    ("kernel", frozenset({"types", "deadline", "storage", "hookspecs", "manager", "crypto",
-                          "plugin"})),
+    ("base", frozenset({"errors", "libc", "boundedjson", "home", "__version__", "secrets",
+                        "fs"})),
+    ("kernel", frozenset({"types", "deadline", "storage", "hookspecs", "manager", "crypto"})),
     ("policy", frozenset({"settings", "scope", "merge", "config", "tiers", "mirror",
                           "secretscan", "store"})),
     # the conformance suites drive a plugin the way the engine does
     ("engine", frozenset({"engine", "testing"})),
-    ("faces", frozenset({"cli", "hermes"})),
+    # `plugin` is the face plugins see: it re-exports what they may use from every layer
+    ("faces", frozenset({"cli", "hermes", "plugin"})),
 )
 RANK = {part: rank for rank, (_name, parts) in enumerate(LAYERS) for part in parts}
 #: The two faces share the layer but never import each other.
@@ -30,19 +31,18 @@ FACES = frozenset({"cli", "hermes"})
 
 KNOWN_BACK_EDGES: frozenset[tuple[str, str]] = frozenset({
     ("roam_core.cli.auto", "roam_core.hermes"),
+    ("roam_core.cli.auto", "roam_core.hermes.enablement"),
+    ("roam_core.cli.doctor", "roam_core.hermes.enablement"),
     ("roam_core.engine.journal", "roam_core.cli.output"),
     ("roam_core.hermes.plugin", "roam_core.cli.main"),
     ("roam_core.hermes.runner", "roam_core.cli.main"),
     ("roam_core.hermes.runner", "roam_core.cli.output"),
     ("roam_core.hermes.slash", "roam_core.cli.main"),
     ("roam_core.hermes.slash", "roam_core.cli.output"),
-    ("roam_core.mirror.spool", "roam_core.engine.fs"),
-    ("roam_core.settings", "roam_core.engine.fs"),
     ("roam_core.tiers.planning", "roam_core.engine"),
     ("roam_core.tiers.planning", "roam_core.engine.journal"),
     ("roam_core.tiers.planning", "roam_core.engine.plan"),
     ("roam_core.tiers.planning", "roam_core.engine.scan"),
-    ("roam_core.tiers.sessions", "roam_core.engine.fs"),
     ("roam_core.tiers.sessions", "roam_core.engine.scan"),
 })
 

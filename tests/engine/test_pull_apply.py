@@ -249,7 +249,8 @@ def test_target_replaced_by_symlink_between_plan_and_apply(make_device, monkeypa
 ], ids=["file", "folder"])
 def test_new_file_that_appears_before_install_is_never_replaced(
         make_device, monkeypatch, renameat2: bool, rel: str, named: str) -> None:
-    from roam_core.engine import fs, journal
+    from roam_core import fs
+    from roam_core.engine import journal
 
     a, b = _start(make_device)
     a.write("SOUL.md", "soul v2\n")

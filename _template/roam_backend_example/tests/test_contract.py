@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-from roam_core.testing.contract import BackendContract
+from roam_core.plugin import BackendContract
 
 from roam_backend_example.backend import SqliteBackend
 

@@ -8,9 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from roam_core.errors import ConfigError
-from roam_core.manager import PluginManager
-from roam_core.types import PluginContext
+from roam_core.plugin import ConfigError, PluginContext, PluginManager
 
 
 def _roam(*args: str, home: Path) -> subprocess.CompletedProcess[str]:

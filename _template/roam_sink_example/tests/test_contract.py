@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-from roam_core.testing.sink_contract import SinkContract
+from roam_core.plugin import SinkContract
 
 from roam_sink_example.sink import WebhookSink
 from webhook_server import WebhookServer

@@ -8,11 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from roam_core.errors import ConfigError
-from roam_core.manager import PluginManager
-from roam_core.mirror.events import make_live_event
-from roam_core.mirror.sink import SinkTerminal
-from roam_core.types import PluginContext
+from roam_core.plugin import (
+    ConfigError,
+    PluginContext,
+    PluginManager,
+    SinkTerminal,
+    make_live_event,
+)
 
 from webhook_server import WebhookServer
 

@@ -28,18 +28,22 @@ from roam_backend_git.config import GitSettings, is_ssh_url, redact_text, transp
 from roam_backend_git.env import SSH_VARIABLES, child_env, ssh_command
 from roam_backend_git.mirror import Mirror, PushOutcome
 from roam_backend_git.runner import GitRunner, one_line
-from roam_core import deadline as _deadline
-from roam_core.deadline import CONNECT_BUDGET, Deadline
-from roam_core.errors import (
+from roam_core.plugin import (
+    CONNECT_BUDGET,
+    Backend,
     BackendError,
+    Capabilities,
+    Deadline,
     DeadlineExceeded,
+    DoctorChecks,
     ObjectExists,
     ObjectNotFound,
     RefConflict,
     TransientBackendError,
+    validate_key,
+    validate_ref,
 )
-from roam_core.storage import Backend, DoctorChecks, validate_key, validate_ref
-from roam_core.types import Capabilities
+from roam_core.plugin import deadline as _deadline
 
 log = logging.getLogger(__name__)
 

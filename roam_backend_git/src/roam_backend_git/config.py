@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from roam_core.errors import ConfigError, UserError
+from roam_core.plugin import ConfigError, UserError
 
 DEFAULT_BRANCH = "roam"
 DEFAULT_TRANSFER_TIMEOUT = 600.0

@@ -6,8 +6,7 @@ from typing import TYPE_CHECKING
 
 from roam_backend_git.config import url_has_credentials
 from roam_backend_git.runner import GitRunner
-from roam_core.errors import RoamError
-from roam_core.storage import DoctorCheck
+from roam_core.plugin import DoctorCheck, RoamError
 
 if TYPE_CHECKING:
     from roam_backend_git.backend import GitBackend

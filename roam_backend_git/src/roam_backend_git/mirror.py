@@ -19,8 +19,7 @@ from pathlib import Path
 
 from roam_backend_git.config import GitSettings
 from roam_backend_git.runner import GitRunner, classify
-from roam_core.deadline import CONNECT_BUDGET
-from roam_core.errors import BackendError, TransientBackendError
+from roam_core.plugin import CONNECT_BUDGET, BackendError, TransientBackendError
 
 _PUSH_OK_FLAGS = (" ", "+", "*", "=", "-")
 #: Loose objects the mirror gathers before `git gc --auto` packs them (git's own default).

@@ -11,9 +11,7 @@ from roam_backend_git.config import (
     DEFAULT_TRANSFER_TIMEOUT,
     parse_settings,
 )
-from roam_core.hookspecs import hookimpl
-from roam_core.storage import Backend
-from roam_core.types import BackendPlugin, PluginContext, Setting
+from roam_core.plugin import Backend, BackendPlugin, PluginContext, Setting, hookimpl
 
 SETTINGS = (
     Setting("git_remote", "the repository: an SSH or HTTPS URL (credentials stay in your ssh "

@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from roam_core import deadline as _deadline
-from roam_core.errors import BackendError, DeadlineExceeded, TransientBackendError
+from roam_core.plugin import BackendError, DeadlineExceeded, TransientBackendError
+from roam_core.plugin import deadline as _deadline
 
 #: Config for every call: no background gc/maintenance processes outliving roam, no pager,
 #: no signing prompts from a user's global `*.gpgSign`, and none of the user's hooks (a

@@ -19,9 +19,16 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from roam_core.errors import BackendError, ObjectExists, ObjectNotFound, RefConflict
-from roam_core.storage import Backend, validate_key, validate_ref
-from roam_core.types import Capabilities
+from roam_core.plugin import (
+    Backend,
+    BackendError,
+    Capabilities,
+    ObjectExists,
+    ObjectNotFound,
+    RefConflict,
+    validate_key,
+    validate_ref,
+)
 
 _TEMP_PREFIX = ".tmp-"
 

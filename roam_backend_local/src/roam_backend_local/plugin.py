@@ -7,9 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from roam_backend_local.backend import LocalBackend
-from roam_core.errors import ConfigError
-from roam_core.hookspecs import hookimpl
-from roam_core.types import BackendPlugin, PluginContext, Setting
+from roam_core.plugin import BackendPlugin, ConfigError, PluginContext, Setting, hookimpl
 
 
 def _factory(settings: Mapping[str, Any], context: PluginContext) -> LocalBackend:

@@ -21,16 +21,19 @@ from roam_backend_s3 import multipart
 from roam_backend_s3.clients import ClientPool
 from roam_backend_s3.config import Credentials, S3Settings
 from roam_backend_s3.errors import client_error_code, retried, translate
-from roam_core.errors import (
+from roam_core.plugin import (
+    Backend,
     BackendError,
+    Capabilities,
+    DoctorChecks,
     IntegrityError,
     ObjectExists,
     ObjectNotFound,
     RefConflict,
     RoamError,
+    validate_key,
+    validate_ref,
 )
-from roam_core.storage import Backend, DoctorChecks, validate_key, validate_ref
-from roam_core.types import Capabilities
 
 #: Objects larger than this go up in parts (S3 caps a single PUT at 5 GiB; parts also keep
 #: each request short enough for the read timeout). Well above a pack (16 MiB, a little more

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roam_backend_s3.config import Credentials, S3Settings
-from roam_core import deadline as _deadline
+from roam_core.plugin import deadline as _deadline
 
 CONNECT_TIMEOUT = 3.0
 READ_TIMEOUT = 5.0

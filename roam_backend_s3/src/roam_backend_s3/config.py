@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from roam_core.errors import ConfigError
-from roam_core.types import Setting
+from roam_core.plugin import ConfigError, Setting
 
 #: The settings the backend reads from `plugins.entries.roam.settings`.
 SETTINGS: tuple[Setting, ...] = (

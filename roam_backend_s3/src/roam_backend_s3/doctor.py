@@ -11,8 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from roam_backend_s3.errors import CredentialsRefused, client_error_code
-from roam_core.errors import BackendError, RoamError, TransientBackendError
-from roam_core.storage import DoctorCheck
+from roam_core.plugin import BackendError, DoctorCheck, RoamError, TransientBackendError
 
 if TYPE_CHECKING:
     from roam_backend_s3.backend import S3Backend

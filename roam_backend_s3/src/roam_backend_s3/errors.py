@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from roam_core import deadline as _deadline
-from roam_core.errors import BackendError, DeadlineExceeded, RoamError, TransientBackendError
+from roam_core.plugin import BackendError, DeadlineExceeded, RoamError, TransientBackendError
+from roam_core.plugin import deadline as _deadline
 
 
 class CredentialsRefused(BackendError):

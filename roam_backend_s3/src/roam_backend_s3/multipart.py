@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from roam_backend_s3.errors import client_error_code, retried
-from roam_core.errors import ObjectExists
+from roam_core.plugin import ObjectExists
 
 #: S3 allows at most this many parts, each at least 5 MiB except the last.
 MAX_PARTS = 10_000

@@ -6,8 +6,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from roam_backend_s3.config import SETTINGS, parse_settings, read_credentials
-from roam_core.hookspecs import hookimpl
-from roam_core.types import BackendPlugin, PluginContext
+from roam_core.plugin import BackendPlugin, PluginContext, hookimpl
 
 if TYPE_CHECKING:
     from roam_backend_s3.backend import S3Backend

@@ -170,7 +170,7 @@ def _edit_block(root: Path, edit: Callable[[dict[str, Any]], bool]) -> bool:
     from ruamel.yaml.error import YAMLError
 
     from roam_core.config.yamlio import yaml_error
-    from roam_core.engine.fs import write_atomic
+    from roam_core.fs import write_atomic
 
     path = root / "config.yaml"
     yaml = YAML()

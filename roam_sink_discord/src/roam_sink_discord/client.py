@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from roam_core.mirror.sink import SinkRejected, SinkRetry, SinkTerminal
+from roam_core.plugin import SinkRejected, SinkRetry, SinkTerminal
 
 USER_AGENT = "DiscordBot (roam-sink-discord, 0.1.0)"
 MAX_ATTEMPTS = 5

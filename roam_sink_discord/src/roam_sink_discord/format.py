@@ -14,7 +14,7 @@ import re
 import unicodedata
 from collections.abc import Iterator
 
-from roam_core.mirror.events import TurnEvent
+from roam_core.plugin import TurnEvent
 
 MESSAGE_LIMIT = 2000
 NAME_LIMIT = 100

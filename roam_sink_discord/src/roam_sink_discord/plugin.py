@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from roam_core.hookspecs import hookimpl
-from roam_core.types import PluginContext, Setting, SinkPlugin
+from roam_core.plugin import PluginContext, Setting, SinkPlugin, hookimpl
 
 
 def _factory(settings: Mapping[str, Any], context: PluginContext) -> Any:

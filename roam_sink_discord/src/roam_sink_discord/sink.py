@@ -31,16 +31,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from roam_core.errors import ConfigError
-from roam_core.mirror.events import TurnEvent
-from roam_core.mirror.sink import (
+from roam_core.plugin import (
+    ConfigError,
+    PluginContext,
     Receipt,
     SessionRetry,
     SinkRejected,
     SinkRetry,
     SinkTerminal,
+    TurnEvent,
 )
-from roam_core.types import PluginContext
 from roam_sink_discord.client import (
     DiscordClient,
     Forbidden,

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from roam_core.mirror.spool import read_json, write_private_json
+from roam_core.plugin import read_json, write_private_json
 
 FILENAME = "session-mirror.json"
 #: Delivered events remembered per session (redelivery of older ones is the spool's job).

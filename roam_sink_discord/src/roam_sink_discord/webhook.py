@@ -20,9 +20,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from roam_core.mirror.events import TurnEvent
-from roam_core.mirror.sink import SinkRetry, SinkTerminal
-from roam_core.types import PluginContext
+from roam_core.plugin import PluginContext, SinkRetry, SinkTerminal, TurnEvent
 from roam_sink_discord.client import DiscordClient, MaybeSent, NotFound
 from roam_sink_discord.format import session_label
 from roam_sink_discord.sink import NO_MENTIONS, DiscordSink

@@ -12,17 +12,19 @@ import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from roam_core import deadline as _deadline
-from roam_core.deadline import Deadline
-from roam_core.errors import (
+from roam_core.plugin import (
+    Backend,
     BackendError,
+    Capabilities,
+    Deadline,
     ObjectExists,
     ObjectNotFound,
     RefConflict,
     TransientBackendError,
+    validate_key,
+    validate_ref,
 )
-from roam_core.storage import Backend, validate_key, validate_ref
-from roam_core.types import Capabilities
+from roam_core.plugin import deadline as _deadline
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS objects (key TEXT PRIMARY KEY, data BLOB NOT NULL);

@@ -6,10 +6,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from roam_core.errors import ConfigError
-from roam_core.hookspecs import hookimpl
-from roam_core.storage import Backend
-from roam_core.types import BackendPlugin, PluginContext, Setting
+from roam_core.plugin import Backend, BackendPlugin, ConfigError, PluginContext, Setting, hookimpl
 
 SETTINGS = (
     Setting("example_path", "the SQLite file that holds the store (absolute, or relative to "

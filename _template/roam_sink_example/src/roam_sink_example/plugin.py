@@ -6,9 +6,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from roam_core.errors import ConfigError
-from roam_core.hookspecs import hookimpl
-from roam_core.types import PluginContext, Setting, SinkPlugin
+from roam_core.plugin import ConfigError, PluginContext, Setting, SinkPlugin, hookimpl
 
 TOKEN_SECRET = "ROAM_EXAMPLE_WEBHOOK_TOKEN"
 

@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from roam_core.mirror.events import TurnEvent
-from roam_core.mirror.sink import Receipt, SinkRejected, SinkRetry, SinkTerminal
+from roam_core.plugin import Receipt, SinkRejected, SinkRetry, SinkTerminal, TurnEvent
 
 NAME = "example"
 #: Seconds one POST may take; the sender calls again later if it times out.

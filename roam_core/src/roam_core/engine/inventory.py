@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from roam_core import boundedjson
-from roam_core.engine.fs import write_atomic
+from roam_core.fs import write_atomic
 
 INVENTORY = "roam/installed-plugins.json"
 _CREDENTIALS = re.compile(r"//[^/@]+@")

@@ -31,7 +31,12 @@ from typing import Any
 
 from roam_core import libc
 from roam_core.cli.output import note
-from roam_core.engine.fs import (
+from roam_core.engine.prefetch import Content, Prefetch
+from roam_core.engine.progress import ProgressSink
+from roam_core.engine.scan import read_umask, stat_signature
+from roam_core.engine.state import LocalState, load_state, save_state
+from roam_core.errors import RoamError, UserError, describe_os_error
+from roam_core.fs import (
     TEMP_PREFIX,
     ensure_private_dir,
     fsync_dir,
@@ -40,11 +45,6 @@ from roam_core.engine.fs import (
     start_writeback,
     write_atomic,
 )
-from roam_core.engine.prefetch import Content, Prefetch
-from roam_core.engine.progress import ProgressSink
-from roam_core.engine.scan import read_umask, stat_signature
-from roam_core.engine.state import LocalState, load_state, save_state
-from roam_core.errors import RoamError, UserError, describe_os_error
 
 JOURNAL = "journal.json"
 #: `backups/<stamp>.kept.json`: the versions in `backups/<stamp>/` that only it holds

@@ -8,8 +8,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from roam_core.engine.fs import ensure_private_dir
 from roam_core.errors import LockedError
+from roam_core.fs import ensure_private_dir
 
 
 class HomeLock:

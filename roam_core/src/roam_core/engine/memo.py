@@ -25,9 +25,9 @@ from dataclasses import fields
 from typing import Any
 
 from roam_core import __version__
-from roam_core.engine.fs import write_atomic
 from roam_core.engine.scan import stat_signature
 from roam_core.engine.state import STATE_FILE, LocalState
+from roam_core.fs import write_atomic
 
 MEMO_FILE = "status.json"
 VERSION = 3

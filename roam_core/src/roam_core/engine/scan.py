@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from roam_core.engine.fs import write_atomic
 from roam_core.errors import UserError
+from roam_core.fs import write_atomic
 from roam_core.tiers.cron import is_jobs_file
 from roam_core.tiers.cron import projection as cron_projection
 

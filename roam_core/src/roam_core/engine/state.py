@@ -14,8 +14,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from roam_core.engine.fs import ensure_private_dir, write_atomic
 from roam_core.errors import ConfigError, IntegrityError
+from roam_core.fs import ensure_private_dir, write_atomic
 from roam_core.store.manifest import FileEntry, Manifest
 
 STATE_FILE = "state.json"

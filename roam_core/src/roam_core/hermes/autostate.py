@@ -47,7 +47,7 @@ def initialized(root: Path) -> bool:
 
 
 def _write(path: Path, text: str, mode: int = 0o600) -> None:
-    from roam_core.engine.fs import ensure_private_dir, write_atomic
+    from roam_core.fs import ensure_private_dir, write_atomic
 
     if path.parent.name == STATE_DIRNAME:
         ensure_private_dir(path.parent)
@@ -56,7 +56,7 @@ def _write(path: Path, text: str, mode: int = 0o600) -> None:
 
 @contextlib.contextmanager
 def _locked(root: Path) -> Iterator[None]:
-    from roam_core.engine.fs import ensure_private_dir
+    from roam_core.fs import ensure_private_dir
 
     directory = ensure_private_dir(state_dir(root))
     with open(directory / "auto.lock", "a") as handle:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from roam_core.engine.fs import fsync_dir, write_atomic
+from roam_core.fs import fsync_dir, write_atomic
 from roam_core.home import STATE_DIRNAME
 from roam_core.mirror.events import EVENT_VERSION, TurnEvent
 from roam_core.mirror.sink import Receipt

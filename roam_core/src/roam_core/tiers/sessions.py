@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from roam_core.engine.fs import ensure_private_dir, write_atomic
 from roam_core.engine.scan import LocalFile
 from roam_core.errors import ConfigError
+from roam_core.fs import ensure_private_dir, write_atomic
 from roam_core.tiers import archive
 from roam_core.tiers.hermes_exec import find_hermes, run_hermes
 
