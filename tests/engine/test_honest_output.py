@@ -10,6 +10,7 @@ from collections.abc import Callable
 import pytest
 
 from fleet import Device
+from roam_core.merge.memory import merge_memory
 
 
 def synced_pair(make_device: Callable[..., Device]) -> tuple[Device, Device]:
@@ -78,6 +79,17 @@ def test_the_first_pull_union_names_the_keys_it_kept(make_device: Callable[..., 
     laptop.roam("init")
     out = laptop.roam("pull").out
     assert "config kept local (first pull, your value stays): config.yaml: model.default" in out
+
+
+def test_the_memory_merge_keeps_a_trailing_newline() -> None:
+    local = "mine\n§\nshared\n".encode()
+    remote = "shared\n§\ntheirs".encode()
+    merged = merge_memory(b"shared", local, remote)
+    assert merged is not None
+    assert merged.data.decode() == "mine\n§\nshared\n§\ntheirs\n"
+    # Hermes's own form (no trailing newline) stays without one
+    plain = merge_memory(b"shared", "mine\n§\nshared".encode(), remote)
+    assert plain is not None and not plain.data.endswith(b"\n")
 
 
 def test_a_missing_plugin_gets_the_exact_quoted_command(

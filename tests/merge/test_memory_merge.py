@@ -129,7 +129,8 @@ def test_multiline_entries_and_hermes_spacing() -> None:
     assert parse_entries(local) == ["line one\nline two", "second"]
     result = merge_memory(local, local, local + D.encode() + b"third")
     assert result is not None
-    assert result.data == mem("line one\nline two", "second", "third")
+    # the local file ended with a newline, so the merged one does too
+    assert result.data == mem("line one\nline two", "second", "third") + b"\n"
     unchanged = merge_memory(local, local, local)
     assert unchanged is not None and unchanged.data == local and not unchanged.changed
 

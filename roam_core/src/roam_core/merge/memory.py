@@ -66,6 +66,8 @@ def _merge(parse: Callable[[bytes], list[str] | None], render: Callable[[list[st
                                overwrite_conflicts=overwrite_conflicts)
     # an unchanged entry list keeps the local bytes exactly (no rewrite, no spurious change)
     data = local if merged.entries == local_entries else render(merged.entries)
+    if local.endswith(b"\n") and not data.endswith(b"\n"):
+        data += b"\n"  # a file kept with a final newline keeps it (Hermes strips either way)
     return EntryMerge(data, data != local, merged.added_remote, merged.kept_local,
                       merged.conflicts, merged.removed, merged.changed_remote)
 
