@@ -273,6 +273,13 @@ def test_too_deep_folder_is_refused_before_upload(make_device, depth: int) -> No
     assert pushed.code == 1
     assert "nest" in pushed.err and "skills/s1/d/d" in pushed.err
     assert b.roam("pull", "--apply").code == 0
+    # status and rules name it too, before anyone tries to push
+    for verb in ("status", "rules"):
+        listed = a.roam(verb, "--json").json()["skipped"]
+        assert [item["path"] for item in listed
+                if "nests deeper" in item["reason"]] == ["skills/s1/" + "/".join(["d"] * 63)
+                                                           + "/..."], (verb, listed)
+        assert "nests deeper" in a.roam(verb).out
 
 
 def test_history_and_check_go_on_past_a_generation_too_deep_to_read(

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from roam_core.cli.listing import register_rules_listing
 from roam_core.cli.output import emit_json, sanitize, table
+from roam_core.store.manifest import over_limits
 
 if TYPE_CHECKING:
     from roam_core.scope import ScopeModel
@@ -202,10 +203,14 @@ def build_report(model: ScopeModel, profile: str = "default") -> dict[str, Any]:
 
 
 def _skipped(model: ScopeModel) -> list[dict[str, str]]:
-    """Shared paths the walk leaves out (symlinks, odd names, special files), with reasons."""
-    for _entry in model.walk():
-        pass
-    return [{"path": rel, "reason": why} for rel, why in sorted(model.skipped)]
+    """Shared paths the walk leaves out, and those over the format's limits, with reasons.
+
+    Left out: symlinks, odd names, special files. Over the limits: too deep or too long for
+    the format, which push refuses until they are moved or made local.
+    """
+    walked = [entry.rel for entry in model.walk()]
+    said = [*sorted(model.skipped), *over_limits(walked)]
+    return [{"path": rel, "reason": why} for rel, why in said]
 
 
 def print_report(report: dict[str, Any]) -> None:

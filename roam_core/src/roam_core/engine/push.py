@@ -29,7 +29,7 @@ from roam_core.errors import ConflictError, RefConflict, UserError
 from roam_core.scope.never import allowed_credentials
 from roam_core.scope.walk import hidden_by
 from roam_core.secretscan.scan import Finding, SecretsFound
-from roam_core.store.manifest import MAX_FOLDERS, MAX_PATH, FileEntry, Manifest, synced_mode
+from roam_core.store.manifest import FileEntry, Manifest, over_limits, synced_mode
 from roam_core.store.objects import Head, Snapshot
 from roam_core.store.packer import Packer
 from roam_core.store.presence import PackPresence
@@ -90,14 +90,10 @@ def _displaced(rel: str, files: dict[str, LocalFile], folders: set[str]) -> bool
 
 def check_limits(files: Iterable[str]) -> None:
     """Refuse, before anything is uploaded, a path no reader of the format could open."""
-    for rel in files:
-        if rel.count("/") > MAX_FOLDERS:
-            top = "/".join(rel.split("/")[:MAX_FOLDERS + 1])
-            raise UserError(f"{top}/... nests deeper than {MAX_FOLDERS} folders, more than "
-                            "roam's format holds; move it or add a local: rule for it")
-        if len(rel) > MAX_PATH:
-            raise UserError(f"{rel[:80]}... is a path of {len(rel)} characters, over the "
-                            f"format's {MAX_PATH}; shorten it or add a local: rule for it")
+    problems = over_limits(files)
+    if problems:
+        path, reason = problems[0]
+        raise UserError(f"{path} {reason}")
 
 
 def push(session: Session, *, force: bool = False, dry_run: bool = False,

@@ -12,7 +12,7 @@ from roam_core.engine.session import Session
 from roam_core.engine.state import LocalState
 from roam_core.errors import RoamError, describe
 from roam_core.scope.walk import SYMLINK, hidden_by
-from roam_core.store.manifest import synced_mode
+from roam_core.store.manifest import over_limits, synced_mode
 from roam_core.types import Scope
 
 #: paths whose being a symlink (a dotfiles setup) status names first: nothing below syncs
@@ -58,8 +58,10 @@ def local_changes(session: Session, state: LocalState | None = None, *,
     hidden = hidden_by(skipped)
     removed = sorted(rel for rel in base if rel not in files and rel not in unseen
                      and scope.classify(rel) is Scope.SHARED and not hidden(rel))
+    # a path over the format's limits is not skipped (push refuses it), but said here first
+    said = [*skipped, *over_limits(files)]
     changes: dict[str, list[Any]] = {"added": added, "changed": changed, "removed": removed,
-                                     "skipped": [list(item) for item in skipped]}
+                                     "skipped": [list(item) for item in said]}
     if signature is not None:
         memo.remember(session, state, signature, started, getattr(scope, "folders", []),
                       seen, changes)
