@@ -78,8 +78,12 @@ class HostileCampaign(Campaign):
         with open_repository(self.store, self.root / "hostile-view") as repo:
             head = repo.read_head()
             assert head is not None
+            # a blob of the head generation may name a pack lost earlier (its bytes were
+            # stored again elsewhere): only a pack the store still holds can be lost now
+            present = set(packs)
             used = sorted({ref[1] for entry in repo.load_manifest(
-                repo.load_snapshot(head.snapshot).root).values() for ref in entry.blobs})
+                repo.load_snapshot(head.snapshot).root).values() for ref in entry.blobs
+                if ref[1] in present})
         # mostly a pack the head generation needs: the repair must then bring it back
         pack = self.rng.choice(used if used and self.rng.random() < 0.75 else packs)
         self.log.append(f"store loses {pack}")
