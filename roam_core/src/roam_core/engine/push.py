@@ -92,8 +92,7 @@ def check_limits(files: Iterable[str]) -> None:
     """Refuse, before anything is uploaded, a path no reader of the format could open."""
     problems = over_limits(files)
     if problems:
-        path, reason = problems[0]
-        raise UserError(f"{path} {reason}")
+        raise UserError(problems[0][1])
 
 
 def push(session: Session, *, force: bool = False, dry_run: bool = False,

@@ -35,17 +35,21 @@ _JSON_KEYS = {"size", "mode", "sha256", "scope", "blobs"}
 
 
 def over_limits(paths: Iterable[str]) -> list[tuple[str, str]]:
-    """The paths no reader of the format could open, with why: one row per too-deep folder."""
+    """The paths no reader of the format could open, each with the whole message saying why.
+
+    One row per too-deep folder; the message names the path, so push can raise it as it is.
+    """
     found: dict[str, str] = {}
     for rel in paths:
         if rel.count("/") > MAX_FOLDERS:
-            top = "/".join(rel.split("/")[:MAX_FOLDERS + 1]) + "/..."
-            found.setdefault(top, f"nests deeper than {MAX_FOLDERS} folders, more than roam's "
-                                  "format holds; move it or add a local: rule for it")
+            top = "/".join(rel.split("/")[:MAX_FOLDERS + 1])
+            found.setdefault(f"{top}/...", f"{top}/... nests deeper than {MAX_FOLDERS} folders, "
+                                           "more than roam's format holds; move it or add a "
+                                           "local: rule for it")
         elif len(rel) > MAX_PATH:
-            found.setdefault(rel[:80] + "...", f"is a path of {len(rel)} characters, over the "
-                                               f"format's {MAX_PATH}; shorten it or add a "
-                                               "local: rule for it")
+            found.setdefault(f"{rel[:80]}...", f"{rel[:80]}... is a path of {len(rel)} "
+                                               f"characters, over the format's {MAX_PATH}; "
+                                               "shorten it or add a local: rule for it")
     return sorted(found.items())
 
 
