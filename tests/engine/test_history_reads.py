@@ -2,29 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 from fleet import Device, new_key, settings_for
-from roam_core.testing.memory import MemoryBackend
 
 FOLDERS = 40
 
 
-@pytest.fixture
-def tree_reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    reads: list[str] = []
-    original = MemoryBackend.get
-
-    def spy(self: MemoryBackend, key: str, offset: int = 0, length: int | None = None) -> bytes:
-        if key.startswith("trees/"):
-            reads.append(key)
-        return original(self, key, offset, length)
-
-    monkeypatch.setattr(MemoryBackend, "get", spy)
-    yield reads
 
 
 def test_history_and_restore_of_one_file_read_only_its_path(tmp_path: Path,

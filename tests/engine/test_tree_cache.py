@@ -9,27 +9,11 @@ The blob index cache only counts indexes the store lists.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from fleet import Device, new_key, settings_for
-from roam_core.testing.memory import MemoryBackend
-
-
-@pytest.fixture
-def tree_reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    reads: list[str] = []
-    original = MemoryBackend.get
-
-    def spy(self: MemoryBackend, key: str, offset: int = 0, length: int | None = None) -> bytes:
-        if key.startswith("trees/"):
-            reads.append(key)
-        return original(self, key, offset, length)
-
-    monkeypatch.setattr(MemoryBackend, "get", spy)
-    yield reads
 
 
 def _two_devices(tmp_path: Path) -> tuple[Device, Device]:
