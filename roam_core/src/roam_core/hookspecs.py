@@ -33,7 +33,7 @@ def _kind(kind: str) -> Callable[[_Spec], _Spec]:
 
 
 @_kind("backend")
-def roam_storage_backends() -> Iterator[BackendPlugin]:  # type: ignore[empty-body]
+def roam_storage_backends() -> Iterator[BackendPlugin]:
     """Yield the storage backends this plugin provides.
 
     Each `BackendPlugin` names the backend (the value of the `backend:` setting), a one-line
@@ -45,7 +45,7 @@ def roam_storage_backends() -> Iterator[BackendPlugin]:  # type: ignore[empty-bo
 
 
 @_kind("rules")
-def roam_scope_rules(home: Path) -> Iterator[ScopeRuleSet]:  # type: ignore[empty-body]
+def roam_scope_rules(home: Path) -> Iterator[ScopeRuleSet]:
     """Yield rule sets that classify paths of `home` as shared, local or ignored.
 
     Rules are matched on relative POSIX paths before any file is read. Inside one set the
@@ -58,7 +58,7 @@ def roam_scope_rules(home: Path) -> Iterator[ScopeRuleSet]:  # type: ignore[empt
 
 
 @_kind("sink")
-def roam_session_sinks() -> Iterator[SinkPlugin]:  # type: ignore[empty-body]
+def roam_session_sinks() -> Iterator[SinkPlugin]:
     """Yield the session-event sinks this plugin provides.
 
     A sink receives redacted `TurnEvent`s from the background sender, never on the agent's
@@ -69,7 +69,7 @@ def roam_session_sinks() -> Iterator[SinkPlugin]:  # type: ignore[empty-body]
 
 
 @_kind("merge")
-def roam_merge_formats() -> Iterator[MergeFormat]:  # type: ignore[empty-body]
+def roam_merge_formats() -> Iterator[MergeFormat]:
     """Yield the entry-structured file formats this plugin can merge on pull.
 
     Each `MergeFormat` names the files it covers with scope-style globs and gives a pure

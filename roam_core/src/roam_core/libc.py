@@ -26,7 +26,7 @@ def function(name: str, *argtypes: str) -> Callable[..., int] | None:
         return None
     found.argtypes = [getattr(ctypes, kind) for kind in argtypes]
     found.restype = ctypes.c_int
-    return found  # type: ignore[no-any-return]
+    return found
 
 
 def errno() -> int:

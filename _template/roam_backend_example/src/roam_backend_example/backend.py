@@ -17,6 +17,7 @@ from roam_core.plugin import (
     BackendError,
     Capabilities,
     Deadline,
+    DoctorChecks,
     ObjectExists,
     ObjectNotFound,
     RefConflict,
@@ -86,6 +87,7 @@ class SqliteBackend(Backend):
     def get(self, key: str, offset: int = 0, length: int | None = None) -> bytes:
         validate_key(key)
         # substr() counts from 1 and, on a BLOB, in bytes.
+        params: tuple[int | str, ...]
         if length is None:
             query, params = "SELECT substr(data, ?) FROM objects WHERE key = ?", (offset + 1, key)
         else:
@@ -189,7 +191,7 @@ class SqliteBackend(Backend):
         with self._lock:
             self._open(create=True)
 
-    def doctor(self) -> list[tuple[str, bool, str]]:
+    def doctor(self) -> DoctorChecks:
         writable = self.path.parent.exists() and self.path.parent.is_dir()
         return [("example store folder", writable, str(self.path.parent))]
 

@@ -100,8 +100,8 @@ def captured() -> Iterator[tuple[io.StringIO, io.StringIO]]:
     out, err = io.StringIO(), io.StringIO()
     with _install_lock:
         if _installed == 0:
-            sys.stdout = _ThreadRouter(sys.stdout, "out")  # type: ignore[assignment]
-            sys.stderr = _ThreadRouter(sys.stderr, "err")  # type: ignore[assignment]
+            sys.stdout = _ThreadRouter(sys.stdout, "out")
+            sys.stderr = _ThreadRouter(sys.stderr, "err")
         _installed += 1
     outer = getattr(_local, "buffers", None)
     _local.buffers = {"out": out, "err": err}

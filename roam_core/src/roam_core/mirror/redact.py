@@ -55,13 +55,13 @@ def set_hermes_redactor(redactor: Redactor | None, *, explicit: bool = True) -> 
 
 def _detect_hermes() -> Redactor | None:
     try:
-        from agent.redact import redact_for_egress  # type: ignore[import-not-found]
+        from agent.redact import redact_for_egress
     except ImportError:
         pass
     else:
-        return redact_for_egress  # type: ignore[no-any-return]
+        return redact_for_egress
     try:
-        from agent.redact import redact_sensitive_text  # type: ignore[import-not-found]
+        from agent.redact import redact_sensitive_text
     except ImportError:
         return None
     return lambda text: redact_sensitive_text(text, force=True)

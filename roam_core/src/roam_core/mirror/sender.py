@@ -50,7 +50,7 @@ def load_sink(name: str, settings: Mapping[str, Any], root: Path) -> Sink:
 
     plugin = get_manager().sink(name)
     context = PluginContext(home=root, state_dir=root / STATE_DIRNAME, secret=reader(root))
-    return plugin.factory(settings, context)  # type: ignore[no-any-return]
+    return plugin.factory(settings, context)
 
 
 @dataclass

@@ -416,7 +416,7 @@ class Repository:
         """
         lost_packs = self.voided()[0]
         # the cache holds only what load_index checked: no per-field conversion here
-        return {ref[0]: tuple(ref) for refs in self.indexes().values()  # type: ignore[misc]
+        return {ref[0]: tuple(ref) for refs in self.indexes().values()
                 for ref in refs if ref[1] not in lost_packs}
 
     def indexes(self) -> dict[str, list[list[Any]]]:
