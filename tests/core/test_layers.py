@@ -33,7 +33,6 @@ KNOWN_BACK_EDGES: frozenset[tuple[str, str]] = frozenset({
     ("roam_core.cli.auto", "roam_core.hermes"),
     ("roam_core.cli.auto", "roam_core.hermes.enablement"),
     ("roam_core.cli.doctor", "roam_core.hermes.enablement"),
-    ("roam_core.engine.journal", "roam_core.cli.output"),
     ("roam_core.hermes.plugin", "roam_core.cli.main"),
     ("roam_core.hermes.runner", "roam_core.cli.main"),
     ("roam_core.hermes.runner", "roam_core.cli.output"),

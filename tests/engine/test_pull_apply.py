@@ -356,21 +356,3 @@ def test_authentic_blobs_in_the_wrong_order_are_never_installed(tmp_path: Path) 
     assert result.code == 1, result.out
     assert "integrity error" in result.err and "skills/big/asset.bin" in result.err
     assert b.snapshot_bytes() == {"config.yaml": (b.root / "config.yaml").read_bytes()}
-
-
-def test_a_journal_from_before_install_stamps_is_rolled_forward(make_device) -> None:
-    """roam once wrote the new state into the journal at its commit point; a crash after
-    that point left a journal (phase `committed`, carrying the state) to finish."""
-    import json
-
-    _a, b = _start(make_device)
-    state_path = b.root / "roam" / "state.json"
-    state = json.loads(state_path.read_text())
-    carried = {**state, "last_pull": 123456}
-    (b.root / "roam" / "journal.json").write_text(json.dumps(
-        {"v": 1, "phase": "committed", "stamp": "old", "backup_dir": "", "ops": [],
-         "created_dirs": [], "state": carried}))
-    result = b.roam("status")
-    assert "recovered: finished an interrupted install" in result.err, result.err
-    assert json.loads(state_path.read_text())["last_pull"] == 123456
-    assert not (b.root / "roam" / "journal.json").exists()

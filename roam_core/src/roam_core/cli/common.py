@@ -7,6 +7,7 @@ import contextlib
 from collections.abc import Iterator
 
 from roam_core import deadline
+from roam_core.cli.output import note
 from roam_core.engine.lock import HomeLock
 from roam_core.engine.session import Session
 from roam_core.errors import LockedError
@@ -19,7 +20,9 @@ def recover(session: Session) -> None:
         return  # nothing to recover: the journal module is not even imported
     from roam_core.engine.journal import recover_home
 
-    recover_home(session)
+    message = recover_home(session)
+    if message:
+        note(message)
 
 
 @contextlib.contextmanager

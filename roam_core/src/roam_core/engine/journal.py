@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from roam_core import libc
-from roam_core.cli.output import note
 from roam_core.engine.prefetch import Content, Prefetch
 from roam_core.engine.progress import ProgressSink
 from roam_core.engine.scan import read_umask, stat_signature
@@ -497,24 +496,24 @@ def _restore(backup: Path, target: Path) -> None:
     fsync_dir(target.parent)
 
 
-def recover_home(session: Any) -> None:
-    """Finish what a crashed install left: roll back, or forward if it had committed."""
+def recover_home(session: Any) -> str | None:
+    """Finish what a crashed install left: roll back, or forward if it had committed.
+
+    Returns:
+        The one-line notice saying what was recovered (the face shows it), or None when
+        there was no unfinished install.
+    """
     path = session.state_dir / JOURNAL
     try:
         journal = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        return
+        return None
     except (OSError, ValueError):
         raise RoamError(f"{path} is damaged; inspect it and roam/backups/ by hand") from None
     count = len(journal.get("ops", []))
-    # journals written before installs were stamped carried the new state themselves
-    carried = journal.get("state") if journal.get("phase") == "committed" else None
-    if carried:
-        save_state(session.state_dir, LocalState(**carried))
-    if carried or _committed(session.state_dir, journal.get("stamp")):
+    if _committed(session.state_dir, journal.get("stamp")):
         path.unlink()
-        note(f"recovered: finished an interrupted install of {count} file(s)")
-        return
+        return f"recovered: finished an interrupted install of {count} file(s)"
     from roam_core.tiers.cron_lock import holding
 
     with holding(session.root, [str(op.get("rel")) for op in journal.get("ops", [])]):
@@ -523,7 +522,7 @@ def recover_home(session: Any) -> None:
     message = f"recovered: rolled back an unfinished install of {count} file(s)"
     if journal.get("backup_dir"):
         message += f" (backups kept in {journal['backup_dir']})"
-    note(message + (f"; {problems}" if problems else ""))
+    return message + (f"; {problems}" if problems else "")
 
 
 def kept_marker(backup_dir: Path) -> Path:
