@@ -24,7 +24,8 @@ from roam_core.store.repository import Repository
 from roam_core.types import PluginContext
 
 KINDS = {"snapshots/": crypto.KIND_SNAPSHOT, "trees/": crypto.KIND_TREE,
-         "index/": crypto.KIND_INDEX, "voids/": crypto.KIND_VOID}
+         "index/": crypto.KIND_INDEX, "voids/": crypto.KIND_VOID,
+         "forgets/": crypto.KIND_FORGET, "marks/": crypto.KIND_MARK}
 
 
 @contextlib.contextmanager

@@ -253,7 +253,13 @@ class GitBackend(Backend):
 
     def read_ref(self, name: str) -> tuple[bytes, str] | None:
         path = REF_DIR + validate_ref(name)
-        view = self._refresh()
+        current = _deadline.current()
+        if name != "HEAD" and current is not None and self._refreshed_in is current:
+            # every ref lives in the one branch: the look that read HEAD in this operation
+            # read LEASE too (a push reads both; a lease change is a compare-and-swap anyway)
+            view = self._view
+        else:
+            view = self._refresh()
         sha = view.files.get(path)
         if sha is None or view.commit is None:
             return None

@@ -37,7 +37,14 @@ KIND_INDEX = b"I"
 KIND_HEAD = b"H"
 #: A record that some packs and indexes are gone: their blobs no longer count as stored.
 KIND_VOID = b"V"
-KINDS = {KIND_BLOB, KIND_TREE, KIND_SNAPSHOT, KIND_INDEX, KIND_HEAD, KIND_VOID}
+#: A record of generations `roam forget` dropped: who, when, under which policy.
+KIND_FORGET = b"F"
+#: A prune's list of objects found unreferenced, deleted once its grace period has passed.
+KIND_MARK = b"M"
+#: The LEASE ref (sealed under the HEAD sub-key, like HEAD): who may delete objects now.
+KIND_LEASE = b"L"
+KINDS = {KIND_BLOB, KIND_TREE, KIND_SNAPSHOT, KIND_INDEX, KIND_HEAD, KIND_VOID, KIND_FORGET,
+         KIND_MARK, KIND_LEASE}
 
 _HEX = re.compile(r"^[0-9a-fA-F]{64}$")
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from roam_core import __version__
 from roam_core.engine import force_guard, inventory
+from roam_core.engine import lease as lease_module
 from roam_core.engine import remote as remote_module
 from roam_core.engine import roster as roster_module
 from roam_core.engine.journal import kill_point
@@ -33,6 +34,7 @@ from roam_core.store.manifest import FileEntry, Manifest, over_limits, synced_mo
 from roam_core.store.objects import Head, Snapshot
 from roam_core.store.packer import Packer
 from roam_core.store.presence import PackPresence
+from roam_core.store.repository import Repository
 from roam_core.tiers import sessions as sessions_tier
 from roam_core.tiers.archive import is_archive
 from roam_core.types import Scope
@@ -213,6 +215,11 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
     known = session.repo.known_blobs()
     for entry in base.values():
         known.update({ref[0]: ref for ref in entry.blobs if ref[1]})
+    # a pack a prune marked may be deleted once its grace period has passed: never rely on it
+    # (docs/decisions.md, "Prune and concurrent pushes")
+    marked = lease_module.marked_keys(session.repo)
+    if marked:
+        known = {blob: ref for blob, ref in known.items() if ref[1] not in marked}
     packer = Packer(session.repo, known, present=PackPresence(session.backend))
     pending: dict[str, tuple[str, int, tuple[str, ...], int]] = {}
     if progress is not None:
@@ -275,6 +282,25 @@ def _vanished(result: PushResult, rel: str) -> None:
             names.remove(rel)
 
 
+def _swap_head(repo: Repository, head: Head, seen: Head) -> None:
+    """Compare-and-swap HEAD from `seen`; `ConflictError` when another generation came first.
+
+    A ref that moved without a new generation (on git every ref shares the branch's
+    version, so a prune's lease write moves HEAD's too) is swapped again from where it is.
+    """
+    expected = seen.version
+    for _attempt in range(3):
+        try:
+            repo.write_head(head, expected)
+            return
+        except RefConflict:
+            now = repo.read_head()
+            if now is None or (now.generation, now.snapshot) != (seen.generation, seen.snapshot):
+                break
+            expected = now.version
+    raise ConflictError("the remote head moved ahead — run roam pull first")
+
+
 def _publish(session: Session, state: LocalState, view: remote_module.RemoteView,
              manifest: Manifest, result: PushResult, projections: dict[str, str],
              base: Manifest, base_folders: dict[str, str] | None) -> None:
@@ -291,10 +317,7 @@ def _publish(session: Session, state: LocalState, view: remote_module.RemoteView
     snapshot_id = repo.write_snapshot(snapshot)
     kill_point("push:snapshot")
     head = Head(generation, snapshot_id, view.head.store, state.device, snapshot.created)
-    try:
-        repo.write_head(head, view.head.version)
-    except RefConflict:
-        raise ConflictError("the remote head moved ahead — run roam pull first") from None
+    _swap_head(repo, head, view.head)
     kill_point("push:head")
     raise_floor(session.state_dir, head.store, session.backend.identity(), generation)
     kill_point("push:state")

@@ -12,6 +12,8 @@ from roam_core.errors import IntegrityError
 CHUNK_SIZE = 4 * 1024 * 1024
 PACK_TARGET = 16 * 1024 * 1024
 HEAD_REF = "HEAD"
+#: The second ref: the deleters' lease and the marks pushers honour (engine/lease.py).
+LEASE_REF = "LEASE"
 
 
 def canonical(value: Any) -> bytes:
@@ -39,6 +41,14 @@ def index_key(pack_id: str) -> str:
 
 def void_key(void_id: str) -> str:
     return f"voids/{void_id}"
+
+
+def forget_key(record_id: str) -> str:
+    return f"forgets/{record_id}"
+
+
+def mark_key(mark_id: str) -> str:
+    return f"marks/{mark_id}"
 
 
 def tree_key(tree_id: str) -> str:

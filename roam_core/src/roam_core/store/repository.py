@@ -137,6 +137,15 @@ class Repository:
             put_once(self.backend, key_of(object_id), sealed)
         return object_id
 
+    def read_record(self, kind: bytes, record_id: str, key: str, label: str) -> dict[str, Any]:
+        """One sealed JSON record (forget records, prune marks), authenticated and re-named."""
+        _check_id(record_id, label[:-1])
+        return self._read_json(kind, record_id, key, label)
+
+    def write_record(self, kind: bytes, value: dict[str, Any], key_of: Any) -> str:
+        """Store one sealed JSON record once; return its id (content-addressed)."""
+        return self._write_json(kind, value, key_of)
+
     # -- snapshots and trees -------------------------------------------------------------
 
     def load_snapshot(self, snapshot_id: str) -> Snapshot:
