@@ -6,7 +6,7 @@ import subprocess
 
 import yaml
 
-from roam_core.hermes.enablement import version_note
+from roam_core.service.enablement import version_note
 from support.hermes_env import HomeFactory, hermes_homes, hermes_venv, stub_model  # noqa: F401
 
 

@@ -133,7 +133,8 @@ def _run_together(homes: dict[tuple[str, ...], Home]
 @pytest.mark.slow
 def test_the_automatic_push_from_a_hook_never_hangs(request: pytest.FixtureRequest,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    from roam_core.hermes import autostate, autosync
+    from roam_core.hermes import autosync
+    from roam_core.service import autostate
 
     with fast_dir("roam-failfast-hook-") as root, stores("s3", root, request) as store, \
             s3_servers.blackhole("silent") as url:

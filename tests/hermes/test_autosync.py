@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from roam_core.engine.lock import locked
-from roam_core.hermes import autostate, autosync, hooks
+from roam_core.hermes import autosync, hooks
 from roam_core.hermes.runner import run_verb
+from roam_core.service import autostate
 
 
 def ok(argv: list[str], root: Path) -> dict:

@@ -25,8 +25,8 @@ def _ago(stamp: object) -> str:
 
 def _status(root: Path) -> dict[str, object]:
     from roam_core.engine.session import hermes_version
-    from roam_core.hermes import autostate
-    from roam_core.hermes.enablement import problem, version_note
+    from roam_core.service import autostate
+    from roam_core.service.enablement import problem, version_note
     from roam_core.settings import load_settings
 
     settings = load_settings(root)
@@ -47,7 +47,7 @@ def _status(root: Path) -> dict[str, object]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from roam_core.hermes import autostate
+    from roam_core.service import autostate
 
     home = resolve_home(args.home)
     if args.switch in ("on", "off"):

@@ -73,7 +73,7 @@ def _hermes(session: Session, state: LocalState | None) -> str:
 def _enabled(session: Session) -> str:
     """Whether Hermes will load roam here, and whether this Hermes is a tested version."""
     from roam_core.engine.session import hermes_version
-    from roam_core.hermes.enablement import problem, version_note
+    from roam_core.service.enablement import problem, version_note
 
     here = hermes_version()
     if here is None:

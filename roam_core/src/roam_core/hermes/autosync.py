@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from roam_core.hermes import autostate
 from roam_core.hermes.runner import VerbResult, run_verb
+from roam_core.service import autostate
 from roam_core.settings import number
 
 log = logging.getLogger("roam.hermes")
