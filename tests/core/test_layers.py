@@ -37,11 +37,6 @@ KNOWN_BACK_EDGES: frozenset[tuple[str, str]] = frozenset({
     ("roam_core.hermes.runner", "roam_core.cli.output"),
     ("roam_core.hermes.slash", "roam_core.cli.main"),
     ("roam_core.hermes.slash", "roam_core.cli.output"),
-    ("roam_core.tiers.planning", "roam_core.engine"),
-    ("roam_core.tiers.planning", "roam_core.engine.journal"),
-    ("roam_core.tiers.planning", "roam_core.engine.plan"),
-    ("roam_core.tiers.planning", "roam_core.engine.scan"),
-    ("roam_core.tiers.sessions", "roam_core.engine.scan"),
 })
 
 

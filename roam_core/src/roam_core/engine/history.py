@@ -12,12 +12,12 @@ from roam_core.engine.journal import Install, Op
 from roam_core.engine.plan import _raw_sha
 from roam_core.engine.scan import StatCache, fill_digests, install_mode, list_shared
 from roam_core.engine.session import Session
+from roam_core.engine.tiers import restore_op
 from roam_core.errors import IntegrityError, UserError
 from roam_core.store.manifest import FileEntry, check_path, synced_mode
 from roam_core.store.objects import Snapshot
 from roam_core.store.parallel import ParallelReads, read_workers
 from roam_core.tiers.cron import Landed, is_jobs_file, profile_of, resume_command
-from roam_core.tiers.planning import restore_op
 from roam_core.types import Scope
 
 

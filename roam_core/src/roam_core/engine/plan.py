@@ -27,12 +27,12 @@ from roam_core.engine.scan import (
 )
 from roam_core.engine.session import Session
 from roam_core.engine.state import LocalState
+from roam_core.engine.tiers import archive_off_rows, iter_tier_lines, plan_archive, plan_cron
 from roam_core.engine.typechange import settle_case_collisions, settle_type_changes
 from roam_core.scope.walk import hidden_by
 from roam_core.store.manifest import FileEntry, Manifest, synced_mode
 from roam_core.tiers.archive import is_archive
 from roam_core.tiers.cron import is_jobs_file
-from roam_core.tiers.planning import archive_off_rows, iter_tier_lines, plan_archive, plan_cron
 from roam_core.types import MergeFormat, Scope
 
 

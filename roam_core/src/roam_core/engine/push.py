@@ -136,7 +136,8 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
     # The session archive is exported before the scan compares anything: its transcripts
     # join the files under this device's namespace (archive/sessions/<device>/...).
     archive = sessions_tier.stage(session)
-    files.update(archive.files)
+    files.update({rel: LocalFile(rel, item.location, item.size, item.mode, item.signature)
+                  for rel, item in archive.files.items()})
     cache = StatCache(session.state_dir / "cache")
     # A path the reference lacks is new whatever its bytes: it is read once, while packing,
     # instead of once to digest it and again to pack it (a first push reads every byte once).

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from roam_core.engine.scan import LocalFile
 from roam_core.errors import ConfigError
 from roam_core.fs import ensure_private_dir, write_atomic
 from roam_core.tiers import archive
@@ -52,13 +51,24 @@ class Exported:
     ended: float
 
 
+@dataclass(frozen=True)
+class StagedFile:
+    """One staged transcript copy, as the push's scan would list it (it becomes a LocalFile)."""
+
+    rel: str
+    location: str
+    size: int
+    mode: int
+    signature: list[int]
+
+
 @dataclass
 class ArchiveStage:
     """What a push publishes for this device's namespace, and what it leaves as it was."""
 
     device: str = ""
     active: bool = False
-    files: dict[str, LocalFile] = field(default_factory=dict)
+    files: dict[str, StagedFile] = field(default_factory=dict)
     kept_profiles: set[str] = field(default_factory=set)
     over_cap: int = 0
     notes: list[str] = field(default_factory=list)
@@ -229,8 +239,8 @@ def _stabilize(stage_root: Path, chosen: list[Exported], result: ArchiveStage) -
             write_atomic(target, data, 0o600)
         st = target.stat()
         rel = archive.store_rel(result.device, item.profile, item.session_id)
-        result.files[rel] = LocalFile(rel, str(target), st.st_size, archive.MODE,
-                                      [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns])
+        result.files[rel] = StagedFile(rel, str(target), st.st_size, archive.MODE,
+                                       [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns])
     staged = stage_root / "staged"
     for path in sorted(staged.glob("*/*")) if staged.is_dir() else []:
         if path not in wanted and path.parent.name not in result.kept_profiles:

@@ -2,6 +2,8 @@
 
 Called by the planner (`roam_core.engine.plan`) for each store path of the two tiers; like
 the planner, nothing is written here: the result is ops for the journal plus report lines.
+The engine owns this step (it makes the journal's ops); the tiers themselves
+(`roam_core.tiers`) stay pure policy: path parsing and the jobs-file merge.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from roam_core.tiers import archive, cron
 if TYPE_CHECKING:
     from roam_core.engine.plan import Planner
     from roam_core.engine.scan import LocalFile
-
 
 
 def plan_archive(planner: Planner, rel: str, r: FileEntry | None, b: FileEntry | None) -> None:
