@@ -15,6 +15,7 @@ GROUPS = (
     ("set up", ("init", "config", "rules", "auto", "demo", "completion")),
     ("sync", ("status", "push", "pull", "diff", "restore")),
     ("history", ("history", "devices", "sessions", "backups", "stats")),
+    ("managing the store", ("forget", "prune")),
     ("diagnostics", ("doctor", "check")),
     ("plugins", ("plugins", "backends", "sinks", "mirror")),
 )
@@ -28,6 +29,9 @@ EXAMPLES = {
     ("pull",): ["roam pull            # show the plan", "roam pull --apply    # install it"],
     ("history",): ["roam history", "roam history memories/MEMORY.md"],
     ("stats",): ["roam stats", "roam stats --last 30", "roam stats --json"],
+    ("forget",): ["roam forget --keep-last 5", "roam forget --keep-daily 14 --keep-monthly 12 "
+                  "--apply", "roam forget --keep-within 30d --json"],
+    ("prune",): ["roam prune", "roam prune --apply"],
     ("config", "set"): ["roam config set backend s3", "roam config set max_file_mb 200"],
     ("config", "list"): ["roam config list", "roam config list --json"],
     ("config", "unset"): ["roam config unset backup_keep"],

@@ -22,6 +22,7 @@ from typing import Any
 from roam_core.engine.session import Session
 from roam_core.engine.state import RECOVERY_DOC, load_floor
 from roam_core.errors import ArchiveKeyError, IntegrityError, UserError
+from roam_core.store.forgets import forgotten
 from roam_core.store.manifest import BlobRef, FileEntry, check_manifest, check_path
 from roam_core.store.objects import snapshot_key, tree_key
 from roam_core.store.repository import Repository
@@ -169,12 +170,25 @@ class Checker:
                ) -> Iterator[tuple[int, str, Any]]:
         seen: set[str] = set()
         expected = generation
+        try:
+            dropped = forgotten(self.repo)
+        except IntegrityError as error:
+            self.report.add("forget records", _reason(error))
+            dropped = {}
         while snapshot_id is not None:
             what = f"snapshot {snapshot_id}"
             if snapshot_id in seen:
                 self.report.add(what, "appears twice in the chain of parents (a cycle)")
                 return
             seen.add(snapshot_id)
+            gone = dropped.get(snapshot_id)
+            if gone is not None:  # forgotten: its record carries the chain on
+                if gone.generation != expected:
+                    self.report.add(what, f"is recorded forgotten as generation "
+                                    f"{gone.generation} where generation {expected} belongs")
+                snapshot_id = gone.parent
+                expected -= 1
+                continue
             try:
                 snapshot = self.repo.load_snapshot(snapshot_id)
             except IntegrityError as error:

@@ -14,6 +14,7 @@ from roam_core.engine.scan import StatCache, fill_digests, install_mode, list_sh
 from roam_core.engine.session import Session
 from roam_core.engine.tiers import restore_op
 from roam_core.errors import IntegrityError, UserError
+from roam_core.store.forgets import forgotten
 from roam_core.store.manifest import FileEntry, check_path, synced_mode
 from roam_core.store.objects import Snapshot
 from roam_core.store.parallel import ParallelReads, read_workers
@@ -29,14 +30,25 @@ class Generation:
 
 
 def generations(session: Session) -> Iterator[Generation]:
-    """Newest first, following parents from HEAD; stops at the first object that fails."""
+    """Newest first, following parents from HEAD; stops at the first object that fails.
+
+    Forgotten generations (`roam forget`) are stepped over, not yielded.
+    """
     state = session.state()
     head = remote_module.read_verified_head(session, state)
     if head is None:
         return
     snapshot_id: str | None = head.snapshot
     expected = head.generation
+    dropped = forgotten(session.repo)
     while snapshot_id is not None:
+        gone = dropped.get(snapshot_id)
+        if gone is not None:  # stepped over through its record: its snapshot may be pruned
+            if gone.generation != expected:
+                raise IntegrityError(f"integrity error: snapshot {snapshot_id} is out of order")
+            snapshot_id = gone.parent
+            expected -= 1
+            continue
         snapshot = session.repo.load_snapshot(snapshot_id)
         if snapshot.generation != expected:
             raise IntegrityError(f"integrity error: snapshot {snapshot_id} is out of order")
@@ -99,6 +111,9 @@ def entry_at(session: Session, generation: int, path: str) -> FileEntry | None:
     for gen in generations(session):
         if gen.number == generation:
             return session.repo.entry_at(gen.snapshot.root, path)
+    for gone in forgotten(session.repo).values():
+        if gone.generation == generation:
+            raise UserError(f"{gone.describe()}; roam history lists the generations kept")
     raise UserError(f"the store has no generation {generation}")
 
 

@@ -1,0 +1,87 @@
+"""`roam forget|prune`: managing the store — drop old generations, then free their space."""
+
+from __future__ import annotations
+
+import argparse
+
+from roam_core.cli.common import operation
+from roam_core.cli.output import emit_json, sanitize
+
+
+def _whole(text: str) -> int:
+    """A count: a whole number, 0 or more, or -1 (every period) — else a usage error."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < -1:
+        raise argparse.ArgumentTypeError(f"must be -1 (unlimited), 0 or more: {text}")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = _whole(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more: {text}")
+    return value
+
+
+def policy_from(args: argparse.Namespace) -> object:
+    from roam_core.engine.retention import Duration, Policy
+
+    return Policy(last=args.keep_last, hourly=args.keep_hourly, daily=args.keep_daily,
+                  weekly=args.keep_weekly, monthly=args.keep_monthly, yearly=args.keep_yearly,
+                  within=None if args.keep_within is None else Duration.parse(args.keep_within),
+                  generations=tuple(args.keep_generation or ()))
+
+
+def _forget(args: argparse.Namespace) -> int:
+    from roam_core.engine.forget import forget
+
+    policy = policy_from(args)  # a bad duration is a one-line error before the store is read
+    with operation(args, "forget", lock=True) as session:
+        plan = forget(session, policy, apply=args.apply)  # type: ignore[arg-type]
+    if args.json:
+        emit_json(plan.as_json())
+        return 0
+    verb = "forgot" if plan.applied else "would forget"
+    if not args.quiet:
+        print(f"roam: policy {plan.policy}")
+        for row in plan.keep:
+            print(f"  keep   {row['generation']:>6}  {row['date']}  {sanitize(row['device'])}"
+                  f"  ({', '.join(row['reasons'])})")
+        for row in plan.forget:
+            print(f"  forget {row['generation']:>6}  {row['date']}  {sanitize(row['device'])}")
+    print(f"roam: {verb} {len(plan.forget)} generation(s), keeping {len(plan.keep)}"
+          + ("" if plan.applied or not plan.forget else
+             "; roam forget --apply records it, then roam prune --apply frees the space"))
+    return 0
+
+
+def _add_policy(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--keep-last", type=_positive, default=0, metavar="N",
+                        help="keep the N newest generations")
+    parser.add_argument("--keep-within", metavar="DURATION",
+                        help="keep every generation within DURATION of the newest one "
+                        "(like 30d, 1y6m, 2d12h: y, m months, d, h)")
+    for period, unit in (("hourly", "hours"), ("daily", "days"), ("weekly", "weeks"),
+                         ("monthly", "months"), ("yearly", "years")):
+        parser.add_argument(f"--keep-{period}", type=_whole, default=0, metavar="N",
+                            help=f"keep the newest generation of each of the last N {unit} "
+                            "that have one (-1: all)")
+    parser.add_argument("--keep-generation", type=_positive, action="append", metavar="N",
+                        help="keep generation N (repeatable)")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "forget", help="drop old generations by a retention policy (plan; --apply records it)",
+        description="Drop the generations a restic-style retention policy does not keep. "
+        "Shows the plan; --apply records it (an authenticated forget record: history and "
+        "restore then say who forgot a generation, when and under which policy). Never "
+        "drops the HEAD generation, nor the generation any device last pushed or pulled, "
+        "nor the one this device is on. Nothing is deleted until roam prune --apply.")
+    _add_policy(parser)
+    parser.add_argument("--apply", action="store_true", help="record the forget")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(func=_forget)
