@@ -13,6 +13,10 @@ from pathlib import Path
 import pytest
 from campaign.harness import Home, Runner, Store, stores
 from campaign.hostile import damage, keys, lose
+from campaign.storeview import open_repository
+
+from roam_core.store.packer import Packer
+from roam_core.store.repository import Repository
 
 pytest_plugins = ("support.s3_servers",)
 
@@ -140,3 +144,50 @@ def test_a_damaged_tree_is_named_not_invented(store: Store, tmp_path: Path) -> N
     repaired = a.roam("check", "--repair")
     assert repaired.code == 1 and "Traceback" not in repaired.err
     assert "cannot repair" in repaired.out and "tree " in repaired.out, repaired.out
+
+
+def test_a_blob_stored_twice_is_read_from_the_copy_still_there(store: Store,
+                                                               tmp_path: Path) -> None:
+    """The hostile campaign's repair gap: the blob's other copy is there, but readers asked
+    the indexes for one location only, and `check` passed the pack no one could read."""
+    a, b = _homes(store, tmp_path)
+    a.write("skills/one/SKILL.md", SKILL)
+    assert a.roam("init", "--create-remote").code == 0
+    assert a.roam("push").code == 0
+    (first,) = keys(store, "packs/")
+    with open_repository(store, tmp_path / "provider") as repo:
+        # two more copies of every blob (as devices that each re-uploaded them make)
+        (index,) = repo.indexes()
+        held = repo.load_index(index)
+        for _copy in range(2):
+            packer = Packer(repo, {})
+            for ref in held:
+                packer.add_chunk(repo.read_blob(ref))
+            packer.finish()
+        _send(repo)
+        copies = sorted(set(keys(store, "packs/")) - {first})
+    with open_repository(store, tmp_path / "fresh") as repo:
+        # the pack a fresh reader's last index names: readers used to go there alone
+        last = list(repo.indexes().values())[-1][0][1]
+    gone = last if last != first else copies[0]
+    lose(store, first)  # the pack the entry names
+    lose(store, gone)
+    assert b.roam("init").code == 0
+    pulled = b.roam("pull", "--apply")
+    assert pulled.code == 0, pulled.out + pulled.err
+    assert b.files()["skills/one/SKILL.md"] == SKILL.encode()
+    # `check` names the pack an index still counts on, and the repair retires it
+    checked = a.roam("check")
+    assert checked.code == 1 and gone in checked.out, checked.out
+    assert "roam check --repair" in checked.out
+    assert a.roam("check", "--repair").code == 0
+    assert a.roam("check", "--read-data").code == 0
+
+
+def _send(repo: Repository) -> None:
+    """Objects written behind roam's back reach a batched (git) store with a ref swap."""
+    repo.backend.flush()
+    if repo.backend.capabilities.batched_publish:
+        head = repo.read_head()
+        assert head is not None
+        repo.write_head(head, head.version)

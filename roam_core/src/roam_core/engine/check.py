@@ -129,7 +129,7 @@ class Checker:
         if report.read_data:
             self._read_data()
         report.repairable = bool(self.broken or self.unlisted or self.bad_indexes
-                                 or self.missing or self.head_broken)
+                                 or self.lost_packs or self.missing or self.head_broken)
         return report
 
     @property
@@ -313,6 +313,7 @@ class Checker:
             report.add("void records", _reason(error))
             lost_packs, void_indexes = frozenset(), frozenset()
         indexed: dict[str, set[tuple[str, int, int]]] = {}
+        named_by: dict[str, str] = {}  # pack -> an index that names it
         stored_again: set[str] = set()  # blobs an index places in a pack that is there
         for key in sorted(backend.list("index/")):
             index_id = key.rpartition("/")[2]
@@ -329,6 +330,7 @@ class Checker:
                 if pack in lost_packs:
                     continue
                 indexed.setdefault(pack, set()).add((blob_id, offset, length))
+                named_by.setdefault(pack, index_id)
                 if pack in packs:
                     stored_again.add(blob_id)
         referenced: set[str] = set()
@@ -348,6 +350,12 @@ class Checker:
                 report.add(f"blob {blob_id[:16]}", f"in {pack} is not listed by any index "
                            f"{where}")
                 self.unlisted.setdefault(pack, set()).add(ref)
+        for pack in sorted(set(indexed) - packs - self.lost_packs):
+            # its blobs may read from other copies, but an index still counts on it: a push
+            # or a reader could go there first; the repair voids it
+            report.add(f"pack {pack}", f"is missing from the store (index "
+                       f"{named_by[pack]} still names it)")
+            self.lost_packs.add(pack)
         report.packs = len(referenced & packs)
         report.unreferenced_packs = len(packs - referenced)
 

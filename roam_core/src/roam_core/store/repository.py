@@ -69,7 +69,7 @@ class Repository:
         self._known_lock = threading.Lock()
         self._voids: tuple[frozenset[str], frozenset[str]] | None = None
         #: Where each blob is stored now, by the indexes: for blobs whose pack was lost.
-        self._located: dict[str, BlobRef] | None = None
+        self._located: dict[str, list[BlobRef]] | None = None
 
     # -- HEAD ----------------------------------------------------------------------------
 
@@ -332,20 +332,33 @@ class Repository:
 
         A blob whose pack is lost or damaged is read where a repair or a later push stored
         it again (the indexes say where); its name check makes any copy as good as the first.
+        Every copy the indexes name is tried: several devices may each have stored it again,
+        and the provider may have lost some of those copies too.
         """
         try:
             return self._read_blob_at(ref)
-        except IntegrityError:
-            moved = self.located(ref[0])
-            if moved is None or moved == ref:
-                raise
-            return self._read_blob_at(moved)
+        except IntegrityError as error:
+            failure = error
+        for moved in self.locations(ref[0]):
+            if moved == ref:
+                continue
+            try:
+                return self._read_blob_at(moved)
+            except IntegrityError:
+                continue
+        raise failure
 
-    def located(self, blob_id: str) -> BlobRef | None:
-        """Where the store's indexes (less voided ones) say `blob_id` is stored now."""
+    def locations(self, blob_id: str) -> list[BlobRef]:
+        """Every place the store's indexes (less voided ones) say `blob_id` is stored."""
         if self._located is None:
-            self._located = self.known_blobs()
-        return self._located.get(blob_id)
+            located: dict[str, list[BlobRef]] = {}
+            lost_packs = self.voided()[0]
+            for refs in self.indexes().values():
+                for ref in refs:
+                    if ref[1] not in lost_packs:
+                        located.setdefault(ref[0], []).append(tuple(ref))  # type: ignore[arg-type]
+            self._located = located
+        return self._located.get(blob_id, [])
 
     def _read_blob_at(self, ref: BlobRef) -> tuple[bytes, bytes]:
         _blob_id, pack, offset, length = ref
