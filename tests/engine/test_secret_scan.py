@@ -150,3 +150,29 @@ def test_a_credential_file_shared_on_purpose_warns_on_every_push(tmp_path: Path)
     assert b"region: eu" in b"\n".join(_plaintexts(store, dev.key))
     dev.write("SOUL.md", "changed\n")
     assert "credential file skills/deploy/secrets.yaml" in dev.roam("push").out
+
+
+def test_a_file_over_32_mib_is_scanned_past_its_32nd_mib_and_across_chunks(
+        tmp_path: Path) -> None:
+    from roam_core.secretscan import scan
+
+    chunk = getattr(scan, "CHUNK", 8 << 20)  # (the code before streaming had no chunks)
+    dev, store = _device(tmp_path)
+    token = "ghp_Fake0123456789abcdefghijklmnopqrstu"
+    line = b"an ordinary line of a long log the agent keeps\n"
+    filler = line * (chunk // len(line))
+    cut = chunk - 20  # the first token straddles the first chunk's end
+    data = filler[:cut] + f" {token}\n".encode()
+    data += line * ((34 << 20) // len(line) - data.count(b"\n"))
+    data += f"again {token}\n".encode()
+    assert len(data) > 34 << 20
+    (dev.root / "skills/logs").mkdir(parents=True)
+    (dev.root / "skills/logs/run.log").write_bytes(data)
+    objects_before = sorted(p for p in store.rglob("*") if p.is_file())
+    stopped = dev.roam("push", "--json")
+    assert stopped.code == 1, stopped.err
+    found = [(f["path"], f["line"], f["rule"]) for f in json.loads(stopped.out)["secret_findings"]]
+    assert found == [("skills/logs/run.log", data[:cut].count(b"\n") + 1, "github-token"),
+                     ("skills/logs/run.log", data.count(b"\n"), "github-token")]
+    assert token not in stopped.out
+    assert sorted(p for p in store.rglob("*") if p.is_file()) == objects_before

@@ -258,7 +258,7 @@ def scan_outgoing(session: Session, to_send: list[LocalFile], host_keys: tuple[s
     """Secret findings in the files about to be uploaded (only changed ones reach here)."""
     import time
 
-    from roam_core.secretscan.scan import MAX_SCAN_BYTES, scanner_for
+    from roam_core.secretscan.scan import scanner_for
 
     started = time.perf_counter()
     scanner = scanner_for(session.root, session.state_dir, session.settings)
@@ -266,12 +266,9 @@ def scan_outgoing(session: Session, to_send: list[LocalFile], host_keys: tuple[s
     for item in to_send:
         try:
             with item.open_content(host_keys) as handle:
-                # one byte past the limit is enough to know the file is not scanned: a large
-                # file is never read whole (push memory stays bounded by the packer's)
-                data = handle.read(MAX_SCAN_BYTES + 1)
+                findings.extend(scanner.scan_stream(item.rel, handle))  # in bounded chunks
         except FileNotFoundError:
             continue  # vanished: the upload loop notices too
-        findings.extend(scanner.scan_bytes(item.rel, data))
         result.scanned += 1
     result.scan_seconds = time.perf_counter() - started
     return findings

@@ -12,20 +12,24 @@ secret: it never contains the secret, and the same secret elsewhere is a new fin
 from __future__ import annotations
 
 import hashlib
+import io
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from roam_core.errors import ConfigError, UserError
 from roam_core.secretscan.mask import MASK, mask_text
+from roam_core.secretscan.regions import TOKEN_RUN, windows
 from roam_core.secretscan.rules import RULES, Rule, Runs, user_rules
 
 ALLOW_FILE = "secrets-allow.yaml"
 #: Files whose first bytes hold a NUL are binary: images, archives, databases.
 BINARY_PROBE = 8192
-#: Larger files are not scanned (text this large is data, and reading it twice costs).
-MAX_SCAN_BYTES = 32 << 20
+#: Files are read in chunks this large (memory stays bounded whatever a file's size)...
+CHUNK = 8 << 20
+#: ...each overlapping the next by this much, so a secret across a boundary is found whole.
+OVERLAP = 64 << 10
 EXCERPT = 80
 
 
@@ -68,13 +72,21 @@ def fingerprint(path: str, rule: str, secret: str) -> str:
     return digest.hexdigest()
 
 
-def _excerpt(text: str, start: int, end: int) -> str:
-    line_start = text.rfind("\n", 0, start) + 1
-    line_end = text.find("\n", start)
-    line_end = len(text) if line_end < 0 else line_end
-    line = text[line_start:start] + MASK + text[min(end, line_end):line_end]
-    line = mask_text(line).strip()  # anything else secret on the same line
+def _excerpt(data: bytes, start: int, end: int) -> str:
+    """The finding's line with the secret (and anything else secret on it) masked."""
+    line_start = max(data.rfind(b"\n", 0, start) + 1, start - 4 * EXCERPT)
+    line_end = data.find(b"\n", start)
+    line_end = len(data) if line_end < 0 else line_end
+    line_end = min(line_end, max(end, start) + 4 * EXCERPT)
+    line = (data[line_start:start].decode("utf-8", "replace") + MASK
+            + data[min(end, line_end):line_end].decode("utf-8", "replace"))
+    line = mask_text(line).strip()
     return line if len(line) <= EXCERPT else line[:EXCERPT - 1] + "…"
+
+
+def _byte_offset(text: str, raw: bytes, at: int) -> int:
+    """Where character `at` of `text` (decoded from `raw`) is in `raw`."""
+    return at if raw.isascii() else len(text[:at].encode("utf-8", "surrogateescape"))
 
 
 class Scanner:
@@ -82,12 +94,18 @@ class Scanner:
 
     def __init__(self, literals: Iterable[str] = (), extra: Iterable[Rule] = (),
                  allowed: Iterable[str] = ()) -> None:
-        self.rules = tuple(rule for rule in (*RULES, *extra) if not rule.mirror_only)
+        self.extra = tuple(extra)
+        self.rules = tuple(rule for rule in (*RULES, *self.extra) if not rule.mirror_only)
         self.literals = tuple(literal for literal in literals if literal)
         self.allowed = frozenset(allowed)
+        # A literal that is long and holds no white space lies in a long run, which the
+        # window search reads anyway; the others are looked for on their own.
+        self._loose = tuple(literal.encode("utf-8", "surrogateescape")
+                            for literal in self.literals
+                            if len(literal) < TOKEN_RUN or any(c.isspace() for c in literal))
 
-    def scan_text(self, path: str, text: str) -> list[Finding]:
-        """Every finding in one file's text, allowed ones left out."""
+    def text_spans(self, text: str) -> dict[tuple[int, int], str]:
+        """(start, end) → rule name of every secret in `text`, one per secret."""
         spans: dict[tuple[int, int], str] = {}
         for literal in self.literals:
             at = text.find(literal)
@@ -97,24 +115,64 @@ class Scanner:
         lowered = text.lower()
         runs = Runs(text)
         for rule in self.rules:
+            if rule.local and not runs.joined:
+                continue  # a window found by its separator alone: no long run in it
             for span in rule.secrets(text, strict=True, lowered=lowered,
                                      runs=runs if rule.local else None):
                 if not any(s <= span[0] < e for s, e in spans):  # one finding per secret
                     spans.setdefault(span, rule.name)
-        found = []
-        for (start, end), rule_name in sorted(spans.items()):
-            mark = fingerprint(path, rule_name, text[start:end])
-            if mark in self.allowed:
-                continue
-            found.append(Finding(path, text.count("\n", 0, start) + 1, rule_name,
-                                 _excerpt(text, start, end), mark))
+        return spans
+
+    def byte_spans(self, data: bytes) -> dict[tuple[int, int], tuple[str, str]]:
+        """(start, end) in `data` → (rule name, secret) of every secret in `data`.
+
+        Only the windows of `regions.windows` are decoded and read by the rules.
+        """
+        found: dict[tuple[int, int], tuple[str, str]] = {}
+        for low, high in windows(data, self._loose, whole=bool(self.extra)):
+            raw = data[low:high]
+            text = raw.decode("utf-8", "surrogateescape")
+            for (start, end), rule in self.text_spans(text).items():
+                first = low + _byte_offset(text, raw, start)
+                found.setdefault((first, low + _byte_offset(text, raw, end)),
+                                 (rule, text[start:end]))
         return found
+
+    def scan_stream(self, path: str, handle: BinaryIO) -> list[Finding]:
+        """Every finding in one file read from `handle`, allowed ones left out.
+
+        Binary files (a NUL in the first bytes) are skipped. Any size is scanned, in
+        overlapping chunks: memory stays bounded, and a secret across a chunk boundary lies
+        whole in the overlap, which the next chunk reads again.
+        """
+        data = handle.read(BINARY_PROBE)
+        if b"\0" in data:
+            return []
+        data += handle.read(CHUNK - len(data))
+        found: list[Finding] = []
+        lines = 0  # newlines before data[0]
+        carried = 0  # how far the previous chunk's secrets reach into this one
+        while True:
+            tail = handle.read(CHUNK) if len(data) >= CHUNK else b""
+            keep = len(data) if not tail else len(data) - OVERLAP
+            reach = 0
+            for (start, end), (rule, secret) in sorted(self.byte_spans(data).items()):
+                if start >= keep or start < carried:
+                    continue  # the next chunk reads it whole / the tail of a reported one
+                reach = max(reach, end)
+                mark = fingerprint(path, rule, secret)
+                if mark not in self.allowed:
+                    found.append(Finding(path, lines + data.count(b"\n", 0, start) + 1, rule,
+                                         _excerpt(data, start, end), mark))
+            if not tail:
+                return found
+            lines += data.count(b"\n", 0, keep)
+            carried = max(0, reach - keep)
+            data = data[keep:] + tail
 
     def scan_bytes(self, path: str, data: bytes) -> list[Finding]:
         """Findings in a file's bytes; binary files are skipped."""
-        if len(data) > MAX_SCAN_BYTES or b"\0" in data[:BINARY_PROBE]:
-            return []
-        return self.scan_text(path, data.decode("utf-8", errors="replace"))
+        return self.scan_stream(path, io.BytesIO(data))
 
 
 def load_allowed(state_dir: Path) -> set[str]:

@@ -1,0 +1,70 @@
+"""The window search reads only part of a file; it must find exactly what a whole read finds."""
+
+from __future__ import annotations
+
+import io
+import random
+
+import pytest
+
+from roam_core.secretscan import scan
+from roam_core.secretscan.regions import long_runs, windows
+from roam_core.secretscan.rules import RULES
+from roam_core.secretscan.scan import Scanner
+
+PUSH_RULES = [rule for rule in RULES if not rule.mirror_only]
+PROSE = "the agent keeps a short note about the plan and the task for the next session\n"
+TRICKY = ["token budget is fine; see config: default.\n", "password: required\n",
+          "def resolve_access_key_from_environment():\n", "https://example.org/docs?page=2\n"]
+#: Secrets in no long run: a short value after a separator, a short literal.
+SHORT = ["pwd: abc12345", "pass = 'Zk3x9Qp2'", "db.password:\n  hunter22x", "is short1 ok"]
+
+
+def _whole(scanner: Scanner, data: bytes) -> list[tuple[int, int, str]]:
+    text = data.decode("utf-8", "surrogateescape")
+    return sorted((len(text[:s].encode()), len(text[:e].encode()), rule)
+                  for (s, e), rule in scanner.text_spans(text).items())
+
+
+def _windowed(scanner: Scanner, data: bytes) -> list[tuple[int, int, str]]:
+    return sorted((s, e, rule) for (s, e), (rule, _secret) in scanner.byte_spans(data).items())
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_windows_find_what_a_whole_read_finds(seed: int) -> None:
+    rng = random.Random(seed)
+    parts = []
+    for _ in range(40):
+        parts.append(rng.choice(TRICKY) + PROSE * rng.randint(20, 60))
+        example = rng.choice(SHORT if rng.random() < 0.3 else [r.example for r in PUSH_RULES])
+        glue = rng.choice(["", " ", "\n", "\t", "é ", '"', "key: ", "x = '"])
+        parts.append(f"{glue}{example}{rng.choice(['', ' ', chr(10), ', ', chr(39)])}")
+    data = "".join(parts).encode()
+    scanner = Scanner(literals=["qZ7vN2pLx9Rt4WmK8sHd", "short1", "two words here"])
+    whole = _whole(scanner, data)
+    assert whole, "the corpus holds secrets: a scan that finds none proves nothing"
+    assert _windowed(scanner, data) == whole
+    assert [f.rule for f in scanner.scan_bytes("f.md", data)] == [rule for _s, _e, rule in whole]
+    if b"PRIVATE KEY" not in data:  # a key block is looked for in the whole text
+        assert sum(e - s for s, e in windows(data)) < len(data) / 2, "not a partial read"
+
+
+def test_long_runs_are_the_maximal_runs_of_ten_or_more() -> None:
+    text = b"short words only\nabcdefghij x abcdefghi\tlonger-than-ten-chars\n" + b"z" * 10
+    assert [text[s:e] for s, e in long_runs(text)] == [b"abcdefghij",
+                                                      b"longer-than-ten-chars", b"z" * 10]
+    assert list(long_runs(b"")) == [] and list(long_runs(b"nine char")) == []
+
+
+def test_a_secret_across_a_chunk_boundary_and_past_any_size_is_found(monkeypatch) -> None:
+    monkeypatch.setattr(scan, "CHUNK", 1 << 16)
+    monkeypatch.setattr(scan, "OVERLAP", 1 << 10)
+    token = "ghp_Fake0123456789abcdefghijklmnopqrstu"
+    line = b"ordinary words of a long log file\n"
+    head = line * ((1 << 16) // len(line))
+    cut = (1 << 16) - 20  # the token straddles the first chunk's end
+    data = head[:cut] + b" " + token.encode() + b"\n" + line * 5000 + token.encode() + b"\n"
+    found = Scanner().scan_stream("big.log", io.BytesIO(data))
+    assert [(f.rule, f.line) for f in found] == [
+        ("github-token", data[:cut].count(b"\n") + 1), ("github-token", data.count(b"\n"))]
+    assert all(token not in f.excerpt for f in found)
