@@ -4,24 +4,49 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from roam_core.errors import ConflictError
 from roam_core.hermes import tools
-from roam_core.hermes.runner import VerbResult
+from roam_core.service import verbs
+from roam_core.service.verbs import StatusRecord
+
+Call = tuple[str, dict[str, object]]
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """A record as a service verb returns it (the tests choose its document)."""
+
+    document: dict[str, Any]
+    schema: int = 1
+    exit_code: int = 0
+
+    def as_json(self) -> dict[str, Any]:
+        return dict(self.document)
+
+
+def _answer(monkeypatch: pytest.MonkeyPatch, name: str, answer: Callable[..., object]) -> None:
+    monkeypatch.setattr(verbs, name, answer)
 
 
 @pytest.fixture
-def calls(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
-    """Record the verbs the tools run (answering with an empty JSON document)."""
-    seen: list[list[str]] = []
+def calls(monkeypatch: pytest.MonkeyPatch) -> list[Call]:
+    """Record the service verbs the tools call, with their flags (answering `{}`)."""
+    seen: list[Call] = []
 
-    def fake(argv: list[str], home: Path | None = None) -> VerbResult:
-        seen.append(list(argv))
-        return VerbResult(tuple(argv), 0, "{}\n")
+    def recorder(name: str) -> Callable[..., _Answer]:
+        def fake(home: Path | None, notify: Callable[[str], None], **flags: object) -> _Answer:
+            seen.append((name, flags))
+            return _Answer({})
+        return fake
 
-    monkeypatch.setattr(tools, "run_verb", fake)
+    for name in ("status", "push", "pull"):
+        _answer(monkeypatch, name, recorder(name))
     return seen
 
 
@@ -46,7 +71,7 @@ def test_schemas_mark_pull_as_the_destructive_one() -> None:
 @pytest.mark.parametrize("settings", [{}, {"allow_agent_apply": False},
                                       {"allow_agent_apply": "true"},
                                       {"allow_agent_apply": 1}])
-def test_pull_apply_refused_by_default(settings: dict[str, object], calls: list[list[str]],
+def test_pull_apply_refused_by_default(settings: dict[str, object], calls: list[Call],
                                        make_home: Callable[..., Path],
                                        monkeypatch: pytest.MonkeyPatch) -> None:
     _home(make_home, monkeypatch, **settings)
@@ -57,7 +82,7 @@ def test_pull_apply_refused_by_default(settings: dict[str, object], calls: list[
     assert calls == []
 
 
-def test_pull_apply_refused_when_config_unreadable(calls: list[list[str]], tmp_path: Path,
+def test_pull_apply_refused_when_config_unreadable(calls: list[Call], tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch,
                                                   caplog: pytest.LogCaptureFixture) -> None:
     root = tmp_path / "broken"
@@ -72,23 +97,24 @@ def test_pull_apply_refused_when_config_unreadable(calls: list[list[str]], tmp_p
     assert calls == []
 
 
-def test_pull_apply_allowed_when_configured(calls: list[list[str]],
+def test_pull_apply_allowed_when_configured(calls: list[Call],
                                             make_home: Callable[..., Path],
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     _home(make_home, monkeypatch, allow_agent_apply=True)
     answer = json.loads(tools.roam_pull({"apply": True, "overwrite_conflicts": True}))
     assert "refused" not in answer and answer["ok"] is True
-    assert calls == [["pull", "--json", "--apply", "--overwrite-conflicts"]]
+    assert calls == [("pull", {"apply": True, "overwrite_conflicts": True})]
 
 
-def test_pull_plan_and_push_flags(calls: list[list[str]], make_home: Callable[..., Path],
+def test_pull_plan_and_push_flags(calls: list[Call], make_home: Callable[..., Path],
                                   monkeypatch: pytest.MonkeyPatch) -> None:
     _home(make_home, monkeypatch)
     json.loads(tools.roam_pull({}))
     json.loads(tools.roam_push({"force": True, "dry_run": "true"}))
     json.loads(tools.roam_push(None))
-    assert calls == [["pull", "--json"], ["push", "--json", "--force", "--dry-run"],
-                     ["push", "--json"]]
+    assert calls == [("pull", {"apply": False, "overwrite_conflicts": False}),
+                     ("push", {"force": True, "dry_run": True}),
+                     ("push", {"force": False, "dry_run": False})]
     answer = json.loads(tools.roam_pull({"overwrite_conflicts": True}))
     assert answer["ok"] is False and "apply" in answer["error"]
 
@@ -105,8 +131,8 @@ def test_status_before_init_is_json_and_says_not_to_pull(
 def test_status_reports_remote_ahead(monkeypatch: pytest.MonkeyPatch,
                                      make_home: Callable[..., Path]) -> None:
     _home(make_home, monkeypatch)
-    monkeypatch.setattr(tools, "run_verb", lambda argv, home=None: VerbResult(
-        tuple(argv), 0, '{"remote_ahead": true, "reachable": true}'))
+    _answer(monkeypatch, "status", lambda home, notify: StatusRecord(
+        {"remote_ahead": True, "reachable": True}))
     answer = json.loads(tools.roam_status({}))
     assert answer["remote_ahead"] is True and answer["result"]["reachable"] is True
 
@@ -114,14 +140,16 @@ def test_status_reports_remote_ahead(monkeypatch: pytest.MonkeyPatch,
 def test_push_conflict_is_json(monkeypatch: pytest.MonkeyPatch,
                                make_home: Callable[..., Path]) -> None:
     _home(make_home, monkeypatch)
-    monkeypatch.setattr(tools, "run_verb", lambda argv, home=None: VerbResult(
-        tuple(argv), 2, "", "roam: remote ahead\n", "remote ahead", "ConflictError"))
+    def ahead(home: Path, notify: Callable[[str], None], **flags: object) -> _Answer:
+        raise ConflictError("remote ahead\nsecond line never shown")
+
+    _answer(monkeypatch, "push", ahead)
     answer = json.loads(tools.roam_push({}))
     assert answer == {"ok": False, "exit_code": 2, "conflict": True, "error": "remote ahead",
                       "advice": "The remote is ahead: pull first, or ask the user."}
 
 
-def test_a_profile_home_uses_the_root_setting(calls: list[list[str]],
+def test_a_profile_home_uses_the_root_setting(calls: list[Call],
                                               make_home: Callable[..., Path],
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     root = make_home("a", allow_agent_apply=True)
@@ -132,7 +160,7 @@ def test_a_profile_home_uses_the_root_setting(calls: list[list[str]],
     monkeypatch.setenv("HERMES_HOME", str(profile))
     answer = json.loads(tools.roam_pull({"apply": True}))
     assert "refused" not in answer
-    assert calls == [["pull", "--json", "--apply"]]
+    assert calls == [("pull", {"apply": True, "overwrite_conflicts": False})]
 
 
 def test_status_with_the_remote_gone_says_not_to_pull(make_home: Callable[..., Path],
@@ -154,7 +182,6 @@ def test_long_lists_are_clipped_for_the_model(monkeypatch: pytest.MonkeyPatch,
                                               make_home: Callable[..., Path]) -> None:
     _home(make_home, monkeypatch)
     plan = {"plan": {"added": [f"skills/s{n}/SKILL.md" for n in range(500)]}}
-    monkeypatch.setattr(tools, "run_verb", lambda argv, home=None: VerbResult(
-        tuple(argv), 0, json.dumps(plan)))
+    _answer(monkeypatch, "pull", lambda home, notify, **flags: _Answer(plan))
     added = json.loads(tools.roam_pull({}))["result"]["plan"]["added"]
     assert len(added) == tools.MAX_LIST_ITEMS + 1 and added[-1].startswith("… 450 more")

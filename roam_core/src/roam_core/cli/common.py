@@ -6,50 +6,14 @@ import argparse
 import contextlib
 from collections.abc import Iterator
 
-from roam_core import deadline
 from roam_core.cli.output import note
-from roam_core.engine.lock import HomeLock
 from roam_core.engine.session import Session
-from roam_core.errors import LockedError
-from roam_core.home import resolve_home
-
-
-def recover(session: Session) -> None:
-    """Roll back an install a crash left unfinished (needs the lock)."""
-    if not (session.state_dir / "journal.json").exists():
-        return  # nothing to recover: the journal module is not even imported
-    from roam_core.engine.journal import recover_home
-
-    message = recover_home(session)
-    if message:
-        note(message)
+from roam_core.service import session as service_session
 
 
 @contextlib.contextmanager
 def operation(args: argparse.Namespace, name: str, *, lock: bool = True) -> Iterator[Session]:
-    """Open the home for `name`; hold the lock for writers; recover a crashed install first."""
-    session = Session.open(resolve_home(getattr(args, "home", None)), name)
-    home_lock = HomeLock(session.state_dir)
-    held = False
-    # A reader never creates anything in the home: without roam/ there is no lock to take
-    # and no crashed install to recover, and the verb itself says "run roam init".
-    skip = not lock and not (session.state_dir / "lock").exists()
-    try:
-        with deadline.running(session.deadline):
-            try:
-                if not skip:
-                    home_lock.acquire()
-                    held = True
-            except LockedError:
-                if lock:
-                    raise
-            if held:
-                recover(session)
-                if not lock:
-                    home_lock.release()
-                    held = False
-            yield session
-    finally:
-        if held:
-            home_lock.release()
-        session.close()
+    """Open `--home` for `name` (see `service.session.operation`); notices go to stderr."""
+    with service_session.operation(getattr(args, "home", None), name, note,
+                                   lock=lock) as session:
+        yield session

@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from roam_core.service.text import first_line, sanitize
+
+__all__ = ["emit_json", "error", "note", "sanitize", "set_quiet", "table"]
+
 _quiet = False
-
-_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
-
-
-def sanitize(text: object) -> str:
-    """Remove control and terminal-escape characters from text derived from a remote."""
-    return _UNSAFE.sub("", str(text))
 
 
 def table(
@@ -45,8 +41,7 @@ def emit_json(value: Any, out: TextIO | None = None) -> None:
 
 def error(message: str) -> None:
     """Print a one-line error as `roam: message` on stderr."""
-    first = sanitize(message).strip().splitlines() or ["error"]
-    print(f"roam: {first[0]}", file=sys.stderr)
+    print(f"roam: {first_line(message)}", file=sys.stderr)
 
 
 def set_quiet(quiet: bool) -> None:

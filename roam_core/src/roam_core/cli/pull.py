@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from roam_core.cli.common import operation
-from roam_core.cli.output import emit_json, sanitize
+from roam_core.cli.output import emit_json, note, sanitize
 from roam_core.cli.progress import Progress
 from roam_core.cli.sync import CAP, _size, coverage_line
 
@@ -35,26 +35,22 @@ def print_plan(lines: list[str], *, show_all: bool = False, indent: str = "  ") 
 
 def _pull(args: argparse.Namespace) -> int:
     from roam_core.engine.plan import iter_lines
-    from roam_core.engine.pull import pull
+    from roam_core.service.verbs import pull
 
     only = tuple(args.only or ())
-    with operation(args, "pull", lock=True) as session:
-        covered = coverage_line(session)
-        progress = Progress("pull", quiet=args.quiet or args.json)
-        try:
-            result = pull(session, apply=args.apply,
-                          overwrite_conflicts=args.overwrite_conflicts, only=only,
-                          keep_seen=args.keep_seen, dry_run=args.dry_run, progress=progress,
-                          cron_only=args.cron)
-        finally:
-            progress.close()
-        root = session.root
-        cron_off = args.cron and session.settings.get("sync_cron") is not True
-    plan = result.plan
+    progress = Progress("pull", quiet=args.quiet or args.json)
+    try:
+        record = pull(getattr(args, "home", None), note, apply=args.apply,
+                      overwrite_conflicts=args.overwrite_conflicts, only=only,
+                      keep_seen=args.keep_seen, dry_run=args.dry_run, progress=progress,
+                      cron_only=args.cron)
+    finally:
+        progress.close()
+    result, plan, root, cron_off = record.result, record.result.plan, record.root, record.cron_off
     if args.json:
-        emit_json({**plan.as_json(), "applied": result.applied,
-                   "verified_bytes": result.verified_bytes, "root": str(root)})
-        return result.exit_code
+        emit_json(record.as_json())
+        return record.exit_code
+    covered = coverage_line(record.root, record.profiles)
     if not args.quiet:
         print(covered)
     print(f"roam: generation {plan.generation} from {sanitize(plan.device)} ({plan.created}) "

@@ -8,9 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 from roam_core.cli.common import operation
-from roam_core.cli.output import emit_json, sanitize, table
+from roam_core.cli.output import emit_json, note, sanitize, table
 from roam_core.cli.progress import Progress
-from roam_core.engine.session import Session
 from roam_core.errors import RoamError
 
 CAP = 40
@@ -44,13 +43,11 @@ def print_skipped(skipped: list[dict[str, str]]) -> None:
         print_capped(skipped_lines(skipped))
 
 
-def coverage_line(session: Session) -> str:
+def coverage_line(root: object, profiles: list[tuple[str, bool]]) -> str:
     """The covered root and each profile's state, in one line (push and pull print it first)."""
-    scope = session.scope
-    profiles = scope.profiles() if hasattr(scope, "profiles") else []
     states = ", ".join(f"{sanitize(name)} ({'excluded' if excluded else 'synced'})"
                        for name, excluded in profiles) or "none"
-    return f"roam: home {sanitize(session.root)}; profiles: {states}"
+    return f"roam: home {sanitize(root)}; profiles: {states}"
 
 
 def _init(args: argparse.Namespace) -> int:
@@ -71,13 +68,13 @@ def _init(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from roam_core.engine.status import status
+    from roam_core.service.verbs import status
 
-    with operation(args, "status", lock=False) as session:
-        report = status(session)
+    record = status(getattr(args, "home", None), note)
+    report = record.report
     if args.json:
-        emit_json(report)
-        return 0 if report["reachable"] else 1
+        emit_json(record.as_json())
+        return record.exit_code
     for rel in report.get("links_at_top", []):
         print(f"warning: {sanitize(rel)} is a symbolic link: roam never follows links, so it "
               "does not sync from this device (docs/decisions.md, symlinks)")
@@ -124,22 +121,23 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _push(args: argparse.Namespace) -> int:
-    from roam_core.engine.push import push
-    from roam_core.secretscan.scan import SecretsFound
+    from roam_core.service.verbs import push
 
-    with operation(args, "push") as session:
-        covered = coverage_line(session)
-        progress = Progress("push", quiet=args.quiet or args.json)
-        try:
-            result = push(session, force=args.force, dry_run=args.dry_run,
-                          progress=progress, confirm=_confirmer(args, progress))
-        except SecretsFound as found:
-            return _secrets_found(args, found)
-        finally:
-            progress.close()
+    progress = Progress("push", quiet=args.quiet or args.json)
+    try:
+        record = push(getattr(args, "home", None), note, force=args.force,
+                      dry_run=args.dry_run, progress=progress,
+                      confirm=_confirmer(args, progress))
+    finally:
+        progress.close()
     if args.json:
-        emit_json(result.as_json())
-        return 1 if result.findings else 0
+        emit_json(record.as_json())
+        return record.exit_code
+    if record.stopped is not None:
+        return _secrets_found(record.stopped)
+    result = record.result
+    assert result is not None
+    covered = coverage_line(record.root, record.profiles)
     if not args.quiet:
         print(covered)
     for line in result.notes:
@@ -168,15 +166,8 @@ def _push(args: argparse.Namespace) -> int:
     return 0
 
 
-def _secrets_found(args: argparse.Namespace, found: Exception) -> int:
+def _secrets_found(found: Exception) -> int:
     """The stopped push's findings, one `path:line rule (masked excerpt)` per line."""
-    from roam_core.secretscan.scan import SecretsFound
-
-    assert isinstance(found, SecretsFound)
-    if args.json:
-        emit_json({"error": "secrets found", "pushed": False,
-                   "secret_findings": [finding.as_json() for finding in found.findings]})
-        return 1
     for line in str(found).splitlines():
         print(f"roam: {sanitize(line)}" if not line.startswith(" ") else sanitize(line),
               file=sys.stderr)

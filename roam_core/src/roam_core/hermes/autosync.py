@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from roam_core.hermes.runner import VerbResult, run_verb
 from roam_core.service import autostate
+from roam_core.service.outcome import Outcome, call
 from roam_core.settings import number
 
 log = logging.getLogger("roam.hermes")
@@ -39,8 +39,7 @@ CHECK_WAIT = 20.0
 #: is ahead stays ahead until the user pulls; retrying after every turn only costs).
 RETRY_AFTER_FAILURE = 60.0
 #: The restricted automatic pull: never config.yaml, and the seen generation stays put.
-AUTO_PULL_ARGS = ("pull", "--apply", "--only", "skills/", "--only", "memories/",
-                  "--only", "SOUL.md", "--keep-seen", "--json")
+AUTO_PULL_ONLY = ("skills/", "memories/", "SOUL.md")
 #: Failures that mean "not now" rather than "failed": nothing is left pending for them.
 _SKIPS = {"LockedError": "another roam command holds the home lock",
           "SecretScopeError": "no Hermes secret scope here"}
@@ -88,7 +87,7 @@ def _settings(root: Path) -> dict[str, Any] | None:
         return None
 
 
-def _skip_reason(result: VerbResult) -> str | None:
+def _skip_reason(result: Outcome[Any]) -> str | None:
     return _SKIPS.get(result.error_kind)
 
 
@@ -120,9 +119,9 @@ def session_end(root: Path) -> str:
     return "started" if jobs.start("push", push_now, root) else "already running"
 
 
-def _secrets_reason(result: VerbResult) -> str:
+def _secrets_reason(result: Outcome[Any]) -> str:
     """Why a push stopped on secret findings, naming the paths (never the values)."""
-    found = result.json() if not result.ok else None
+    found = _document(result) if not result.ok else None
     if not isinstance(found, dict) or not found.get("secret_findings"):
         return ""
     paths = sorted({str(item.get("path")) for item in found["secret_findings"]})
@@ -147,7 +146,9 @@ def push_now(root: Path) -> str:
         return "skipped"
     pending = {"since": time.time(), "pid": os.getpid()}
     autostate.update(root, lambda data: data.__setitem__("pending", pending))
-    result = run_verb(["push", "--json"], home=root)
+    from roam_core.service import verbs
+
+    result = call(lambda notify: verbs.push(root, notify), "push")
     skip = _skip_reason(result)
 
     def record(data: dict[str, Any]) -> None:
@@ -202,25 +203,28 @@ def session_start(root: Path) -> str:
 
 def check_remote(root: Path, pull: bool) -> None:
     """Restricted pull when enabled, then status; stash a notice when the remote is ahead."""
+    from roam_core.service import verbs
+
     if lock_busy(root):
         log.info("roam: remote check skipped: %s", _SKIPS["LockedError"])
         return
     if pull:
-        pulled = run_verb(list(AUTO_PULL_ARGS), home=root)
+        pulled = call(lambda notify: verbs.pull(root, notify, apply=True, only=AUTO_PULL_ONLY,
+                                                keep_seen=True), "pull")
         skip = _skip_reason(pulled)
         if skip:
             log.info("roam: automatic pull skipped: %s", skip)
             return
         if not pulled.ok and not pulled.conflict:
             log.warning("roam: automatic pull failed: %s", pulled.error)
-        elif changed_count(pulled.json()):
+        elif changed_count(_document(pulled)):
             autostate.stash_notice(root, "roam pulled newer skills/memories/SOUL.md from "
                                          "your other machines into this home.")
-    status = run_verb(["status", "--json"], home=root)
+    status = call(lambda notify: verbs.status(root, notify), "status")
     if not status.ok and not status.conflict:
         log.info("roam: remote check skipped: %s", status.error or status.code)
         return
-    document = status.json()
+    document = _document(status) or {}
     if remote_ahead(document):
         _notice_ahead(root, document.get("remote_generation"))
     _notice_conflicts(root, document)
@@ -265,6 +269,11 @@ def _notice_ahead(root: Path, generation: Any) -> None:
             notices.append(notice)
 
     autostate.update(root, stash)
+
+
+def _document(result: Outcome[Any]) -> dict[str, Any] | None:
+    """The verb's `--json` document, or None when it failed before making a record."""
+    return None if result.record is None else result.record.as_json()
 
 
 def remote_ahead(document: Any) -> bool:

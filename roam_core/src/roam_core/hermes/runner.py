@@ -22,12 +22,14 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from roam_core.errors import RoamError
+from roam_core.service.outcome import ExitStatus
+from roam_core.service.text import first_line
 
 log = logging.getLogger("roam.hermes")
 
 
 @dataclass(frozen=True)
-class VerbResult:
+class VerbResult(ExitStatus):
     """What one verb run produced."""
 
     argv: tuple[str, ...]
@@ -36,14 +38,6 @@ class VerbResult:
     stderr: str = ""
     error: str = ""
     error_kind: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.code == 0
-
-    @property
-    def conflict(self) -> bool:
-        return self.code == 2
 
     def json(self) -> Any:
         """The verb's `--json` document, or None when stdout is not JSON."""
@@ -154,10 +148,8 @@ def _parse_and_run(parser: Any, argv: list[str], err: io.StringIO) -> tuple[int,
     try:
         return int(func(args) or 0), "", ""
     except RoamError as failure:
-        from roam_core.cli.output import sanitize
-
-        message = sanitize(str(failure)).strip().splitlines() or [type(failure).__name__]
-        return failure.exit_code, message[0], type(failure).__name__
+        return (failure.exit_code, first_line(str(failure), type(failure).__name__),
+                type(failure).__name__)
     except SystemExit as stop:
         code = stop.code if isinstance(stop.code, int) else 1
         return code, "" if code == 0 else f"exited with status {code}", ""

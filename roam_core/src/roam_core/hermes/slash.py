@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from roam_core.cli.output import sanitize
 from roam_core.hermes.runner import VerbResult, run_verb
+from roam_core.service.text import sanitize
 
 #: Telegram caps a message at 4096 characters; keep well below.
 MAX_CHARS = 3500

@@ -1,7 +1,8 @@
 """The agent's three roam tools: `roam_status`, `roam_push`, `roam_pull`.
 
-Each runs the same verb the CLI runs (`runner.run_verb` with `--json`) and returns one
-JSON document, on failure too. `roam_pull` with `apply=true` is the only destructive
+Each calls the same service function the CLI verb calls (`roam_core.service.verbs`) and
+returns one JSON document built from its record (the keys of the verb's `--json`), on
+failure too. `roam_pull` with `apply=true` is the only destructive
 call: it is refused unless the root config sets `allow_agent_apply: true`, and refused as
 well when that config cannot be read (fail closed).
 """
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from roam_core.errors import RoamError
-from roam_core.hermes.runner import VerbResult, run_verb
+from roam_core.service.outcome import Outcome, Record, call
 
 log = logging.getLogger("roam.hermes")
 
@@ -114,16 +115,16 @@ def _clip(value: Any) -> Any:
     return value
 
 
-def _result(result: VerbResult, **extra: Any) -> dict[str, Any]:
-    document: dict[str, Any] = {"ok": result.ok, "exit_code": result.code}
-    parsed = result.json()
-    if parsed is not None:
-        document["result"] = _clip(parsed)
-    elif result.stdout.strip():
-        document["output"] = result.stdout.strip()[:4000]
-    if not result.ok:
-        document["error"] = result.error or result.stderr.strip()[:500] or "failed"
-    if result.conflict:
+def _result(outcome: Outcome[Any], **extra: Any) -> dict[str, Any]:
+    document: dict[str, Any] = {"ok": outcome.ok, "exit_code": outcome.code}
+    record: Record | None = outcome.record
+    said = record.as_json() if record is not None else {}
+    if record is not None:
+        document["result"] = _clip(said)
+    if not outcome.ok:
+        document["error"] = (outcome.error or str(said.get("error") or "")
+                             or "; ".join(outcome.notices)[:500] or "failed")
+    if outcome.conflict:
         document["conflict"] = True
     document.update(extra)
     return document
@@ -144,29 +145,32 @@ def agent_apply_allowed(home: Path) -> bool:
 
 def roam_status(args: dict[str, Any] | None = None, **_: Any) -> str:
     """Tool handler: `roam status --json`."""
-    result = run_verb(["status", "--json"], home=_home())
-    if not result.ok and not result.conflict:
-        return _dump(_result(result, remote_ahead=False, advice=UNREACHABLE_ADVICE))
-    parsed = result.json()
-    ahead = isinstance(parsed, dict) and parsed.get("remote_ahead") is True
-    return _dump(_result(result, remote_ahead=ahead))
+    from roam_core.service import verbs
+
+    home = _home()
+    outcome = call(lambda notify: verbs.status(home, notify), "status")
+    if not outcome.ok and not outcome.conflict:
+        return _dump(_result(outcome, remote_ahead=False, advice=UNREACHABLE_ADVICE))
+    ahead = outcome.record is not None and outcome.record.remote_ahead
+    return _dump(_result(outcome, remote_ahead=ahead))
 
 
 def roam_push(args: dict[str, Any] | None = None, **_: Any) -> str:
     """Tool handler: `roam push --json [--force] [--dry-run]`."""
-    argv = ["push", "--json"]
-    if _flag(args, "force"):
-        argv.append("--force")
-    if _flag(args, "dry_run"):
-        argv.append("--dry-run")
-    result = run_verb(argv, home=_home())
+    from roam_core.service import verbs
+
+    home, force, dry_run = _home(), _flag(args, "force"), _flag(args, "dry_run")
+    outcome = call(lambda notify: verbs.push(home, notify, force=force, dry_run=dry_run),
+                   "push")
     extra = {"advice": "The remote is ahead: pull first, or ask the user."} \
-        if result.conflict else {}
-    return _dump(_result(result, **extra))
+        if outcome.conflict else {}
+    return _dump(_result(outcome, **extra))
 
 
 def roam_pull(args: dict[str, Any] | None = None, **_: Any) -> str:
     """Tool handler: `roam pull --json [--apply [--overwrite-conflicts]]`, apply gated."""
+    from roam_core.service import verbs
+
     apply, overwrite = _flag(args, "apply"), _flag(args, "overwrite_conflicts")
     if overwrite and not apply:
         return _dump({"ok": False, "exit_code": 1,
@@ -177,9 +181,8 @@ def roam_pull(args: dict[str, Any] | None = None, **_: Any) -> str:
                       "error": "roam_pull with apply=true is disabled (allow_agent_apply is "
                                "not true in roam's settings)",
                       "advice": REFUSAL_ADVICE})
-    argv = ["pull", "--json"] + (["--apply"] if apply else []) + \
-        (["--overwrite-conflicts"] if overwrite else [])
-    return _dump(_result(run_verb(argv, home=home)))
+    return _dump(_result(call(lambda notify: verbs.pull(
+        home, notify, apply=apply, overwrite_conflicts=overwrite), "pull")))
 
 
 HANDLERS = {"roam_status": roam_status, "roam_push": roam_push, "roam_pull": roam_pull}

@@ -1,0 +1,140 @@
+"""`status`, `push` and `pull` as functions returning typed, versioned records.
+
+Both faces call these: the CLI renders a record for people or prints `as_json()` for
+`--json`; the Hermes tools and auto sync read the record itself, never printed output.
+`as_json()` is the CLI's published `--json` document, key for key; `schema` is the
+record's version (raise it when a key changes meaning or goes away).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from roam_core.service.session import Notify, operation
+
+if TYPE_CHECKING:
+    from roam_core.engine.force_guard import Confirm
+    from roam_core.engine.progress import ProgressSink
+    from roam_core.engine.pull import PullResult
+    from roam_core.engine.push import PushResult
+    from roam_core.engine.session import Session
+    from roam_core.secretscan.scan import SecretsFound
+
+SCHEMA = 1
+
+
+def _profiles(session: Session) -> list[tuple[str, bool]]:
+    scope = session.scope
+    return list(scope.profiles()) if hasattr(scope, "profiles") else []
+
+
+@dataclass(frozen=True)
+class StatusRecord:
+    """`roam status`: local and remote generation, changes, conflicts, reachability."""
+
+    report: dict[str, Any]
+    schema: int = SCHEMA
+
+    @property
+    def reachable(self) -> bool:
+        return self.report.get("reachable") is True
+
+    @property
+    def remote_ahead(self) -> bool:
+        return self.report.get("remote_ahead") is True
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.reachable else 1
+
+    def as_json(self) -> dict[str, Any]:
+        return dict(self.report)
+
+
+@dataclass(frozen=True)
+class PushRecord:
+    """`roam push`: what was published, or the secret-looking values that stopped it."""
+
+    root: str
+    profiles: list[tuple[str, bool]]
+    result: PushResult | None = None
+    #: the push stopped before anything was uploaded: these values look like secrets
+    stopped: SecretsFound | None = None
+    schema: int = SCHEMA
+
+    @property
+    def exit_code(self) -> int:
+        if self.stopped is not None:
+            return 1
+        return 1 if self.result is not None and self.result.findings else 0
+
+    def as_json(self) -> dict[str, Any]:
+        if self.stopped is not None:
+            return {"error": "secrets found", "pushed": False,
+                    "secret_findings": [finding.as_json() for finding in self.stopped.findings]}
+        assert self.result is not None
+        return dict(self.result.as_json())
+
+
+@dataclass(frozen=True)
+class PullRecord:
+    """`roam pull`: the plan, and whether it was installed."""
+
+    root: str
+    profiles: list[tuple[str, bool]]
+    result: PullResult
+    #: `--cron` asked for cron job definitions, but sync_cron is off on this device
+    cron_off: bool = False
+    schema: int = SCHEMA
+
+    @property
+    def exit_code(self) -> int:
+        return self.result.exit_code
+
+    def as_json(self) -> dict[str, Any]:
+        result = self.result
+        return {**result.plan.as_json(), "applied": result.applied,
+                "verified_bytes": result.verified_bytes, "root": self.root}
+
+
+def status(home: str | Path | None, notify: Notify) -> StatusRecord:
+    """Compare this home with the last synced generation and the remote (read-only)."""
+    from roam_core.engine.status import status as engine_status
+
+    with operation(home, "status", notify, lock=False) as session:
+        return StatusRecord(engine_status(session))
+
+
+def push(home: str | Path | None, notify: Notify, *, force: bool = False,
+         dry_run: bool = False, progress: ProgressSink | None = None,
+         confirm: Confirm | None = None) -> PushRecord:
+    """Publish this home's shared files as the next generation (or list them: `dry_run`)."""
+    from roam_core.engine.push import push as engine_push
+    from roam_core.secretscan.scan import SecretsFound
+
+    with operation(home, "push", notify) as session:
+        root, profiles = str(session.root), _profiles(session)
+        try:
+            result = engine_push(session, force=force, dry_run=dry_run, progress=progress,
+                                 confirm=confirm)
+        except SecretsFound as found:
+            return PushRecord(root, profiles, stopped=found)
+    return PushRecord(root, profiles, result)
+
+
+def pull(home: str | Path | None, notify: Notify, *, apply: bool = False,
+         overwrite_conflicts: bool = False, only: tuple[str, ...] = (),
+         keep_seen: bool = False, dry_run: bool = False, cron_only: bool = False,
+         progress: ProgressSink | None = None) -> PullRecord:
+    """Plan a pull from the remote; `apply` installs it through the journal."""
+    from roam_core.engine.pull import pull as engine_pull
+
+    with operation(home, "pull", notify) as session:
+        root, profiles = str(session.root), _profiles(session)
+        result = engine_pull(session, apply=apply, overwrite_conflicts=overwrite_conflicts,
+                             only=only, keep_seen=keep_seen, dry_run=dry_run,
+                             progress=progress, cron_only=cron_only)
+        cron_off = cron_only and session.settings.get("sync_cron") is not True
+    return PullRecord(root, profiles, result, cron_off)
