@@ -356,7 +356,7 @@ class Repository:
             for refs in self.indexes().values():
                 for ref in refs:
                     if ref[1] not in lost_packs:
-                        located.setdefault(ref[0], []).append(tuple(ref))  # type: ignore[arg-type]
+                        located.setdefault(ref[0], []).append(tuple(ref))
             self._located = located
         return self._located.get(blob_id, [])
 
