@@ -382,10 +382,12 @@ class ShapeCampaign:
             dev.deep = None
             return "removed"
         skill = self.rng.choice(SKILLS)
-        self._clear_way(dev, f"skills/{skill}/deep/x")
         dev.deep = f"skills/{skill}/deep"
-        path = dev.root / dev.deep / "/".join(["d"] * DEEP) / "x.md"
-        path.parent.mkdir(parents=True)
+        rel = f"{dev.deep}/{'/'.join(['d'] * DEEP)}/x.md"
+        # a pull may have put a file where the deep folder passes: clear the whole way
+        self._clear_way(dev, rel)
+        path = dev.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("deep\n")
         return dev.deep
 

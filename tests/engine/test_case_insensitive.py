@@ -51,22 +51,38 @@ def fat_mount(tmp: Path) -> Iterator[Path]:
         _run("umount", str(mount)) or _run("umount", "-l", str(mount))
 
 
-def test_paths_differing_only_in_case_are_kept_local_on_a_case_folding_home(
-        tmp_path: Path) -> None:
-    settings, key = settings_for("local", tmp_path), new_key()
-    a = Device(tmp_path / "a", "a", settings, key)
-    a.write("SOUL.md", "soul\n")
-    a.write("skills/Notes/SKILL.md", "upper\n")
-    a.write("skills/notes/SKILL.md", "lower\n")
-    a.write("skills/other/SKILL.md", "other\n")
+def _pushed(tmp_path: Path, files: dict[str, str]) -> Device:
+    """Device a, which pushed `files` (a path ending in .sh is executable) to a local store."""
+    a = Device(tmp_path / "a", "a", settings_for("local", tmp_path), new_key())
+    for rel, text in files.items():
+        a.write(rel, text).chmod(0o755 if rel.endswith(".sh") else 0o644)
     assert a.roam("init", "--create-remote").code == 0
     assert a.roam("push").code == 0
+    return a
+
+
+@contextlib.contextmanager
+def fat_device(tmp_path: Path, a: Device, *folders: str) -> Iterator[Device]:
+    """Device b on a FAT home, initialised on a's store.
+
+    fusefat 0.1a loses a renamed folder's contents, so no new folder is staged and renamed
+    into place here: the `folders` the pull writes into are made first.
+    """
     with fat_mount(tmp_path) as mount:
-        b = Device(mount / "home", "b", settings, key)
-        # fusefat 0.1a loses a renamed folder's contents, so no new folder is staged and
-        # renamed into place here: the folders the pull writes into exist already
-        (b.root / "skills" / "other").mkdir(parents=True)
+        b = Device(mount / "home", "b", settings_for("local", tmp_path), a.key)
+        for folder in folders:
+            (b.root / folder).mkdir(parents=True)
         assert b.roam("init").code == 0
+        yield b
+        shutil.rmtree(mount / "home")
+
+
+def test_paths_differing_only_in_case_are_kept_local_on_a_case_folding_home(
+        tmp_path: Path) -> None:
+    a = _pushed(tmp_path, {"SOUL.md": "soul\n", "skills/Notes/SKILL.md": "upper\n",
+                           "skills/notes/SKILL.md": "lower\n",
+                           "skills/other/SKILL.md": "other\n"})
+    with fat_device(tmp_path, a, "skills/other") as b:
         pulled = b.roam("pull", "--apply")
         assert pulled.code == 2, pulled.out + pulled.err
         assert "skills/Notes differs only in case from skills/notes" in pulled.out, pulled.out
@@ -76,6 +92,30 @@ def test_paths_differing_only_in_case_are_kept_local_on_a_case_folding_home(
         assert again.code == 2, again.out + again.err
         dry = b.roam("push", "--dry-run", "--json").json()
         assert dry["removed"] == [], dry
-        shutil.rmtree(mount / "home")
     assert a.roam("pull", "--apply").code == 0
     assert a.read("skills/Notes/SKILL.md") == "upper\n"
+
+
+def test_a_home_whose_file_system_keeps_no_modes_never_sees_a_mode_change(
+        tmp_path: Path) -> None:
+    """On FAT every file reads as one mode; like git's core.fileMode, roam then ignores it."""
+    a = _pushed(tmp_path, {"SOUL.md": "soul\n", "skills/tool/SKILL.md": "skill\n",
+                           "skills/tool/run.sh": "#!/bin/sh\n"})
+    with fat_device(tmp_path, a, "skills/tool") as b:
+        pulled = b.roam("pull", "--apply")
+        assert pulled.code == 0, pulled.out + pulled.err
+        status = b.roam("status")
+        assert "state:   in sync" in status.out, status.out
+        assert b.roam("push", "--dry-run", "--json").json()["changed"] == []
+        b.write("SOUL.md", "soul, edited on FAT\n")
+        b.write("skills/tool/new.md", "new\n")
+        dry = b.roam("push", "--dry-run", "--json").json()
+        assert (dry["changed"], dry["added"]) == (["SOUL.md"], ["skills/tool/new.md"]), dry
+        assert b.roam("push").code == 0
+        assert "state:   in sync" in b.roam("status").out
+    assert a.roam("pull", "--apply").code == 0
+    assert a.read("SOUL.md") == "soul, edited on FAT\n"
+    assert (a.root / "SOUL.md").stat().st_mode & 0o777 == 0o644
+    assert (a.root / "skills/tool/new.md").stat().st_mode & 0o111 == 0
+    assert (a.root / "skills/tool/run.sh").stat().st_mode & 0o100
+    assert "state:   in sync" in a.roam("status").out

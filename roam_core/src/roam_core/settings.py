@@ -32,7 +32,7 @@ DEFAULTS: dict[str, Any] = {
     "max_file_mb": 100,
     "force_guard_percent": 20,
     "force_guard_paths": 100,
-    "operation_timeout_seconds": 3600,
+    "operation_timeout_seconds": None,
     "redact_env_values": True,
     "redact_patterns": [],
     "never_list_exceptions": [],
@@ -64,7 +64,9 @@ CORE_HELP: dict[str, str] = {
                            "percentage of the remote's paths",
     "force_guard_paths": "`push --force` asks first when it would remove more than this many "
                          "paths (and always when this device never pulled)",
-    "operation_timeout_seconds": "time budget of one push, pull, restore or check; a push that "
+    "operation_timeout_seconds": "time budget of one push, pull, restore or check, in seconds; "
+                                 "unset: an hour, or longer when the transfer needs it (its "
+                                 "bytes at 256 KiB/s plus half a second per file); a push that "
                                  "runs out resumes when run again (what was uploaded is kept)",
     "redact_env_values": "the mirror masks every value of the root's and the profile's `.env` "
                          "(8 characters or more) whatever its shape; off: only secret-named "
@@ -77,10 +79,17 @@ CORE_HELP: dict[str, str] = {
 }
 
 #: How `roam config set` checks a core setting's value (the rest follow their default's type).
-_CORE_KINDS = {"backend": "backend", "device_name": "text", "mirror_sinks": "sinks",
+_CORE_KINDS = {"backend": "backend", "device_name": "text",
+               "operation_timeout_seconds": "number", "mirror_sinks": "sinks",
                "redact_patterns": "patterns", "never_list_exceptions": "credential files"}
 
 SETTINGS_PATH = ("plugins", "entries", "roam", "settings")
+
+
+def optional_number(settings: Mapping[str, Any], name: str) -> float | None:
+    """A numeric setting whose default is "unset" (None), checked like `number` when set."""
+    raw = settings.get(name)
+    return None if raw is None or raw == "" else finite_number(name, raw)
 
 
 def number(settings: Mapping[str, Any], name: str) -> float:

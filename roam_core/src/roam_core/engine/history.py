@@ -8,9 +8,10 @@ from typing import Any
 
 from roam_core.engine import remote as remote_module
 from roam_core.engine.backups import unpushed_paths
+from roam_core.engine.filemodes import home_files
 from roam_core.engine.journal import Install, Op
 from roam_core.engine.plan import _raw_sha
-from roam_core.engine.scan import StatCache, fill_digests, install_mode, list_shared
+from roam_core.engine.scan import StatCache, fill_digests, install_mode
 from roam_core.engine.session import Session
 from roam_core.engine.tiers import restore_op
 from roam_core.errors import IntegrityError, UserError
@@ -128,7 +129,7 @@ def restore(session: Session, path: str, generation: int, *, apply: bool) -> dic
     entry = entry_at(session, generation, path)
     if entry is None:
         raise UserError(f"{path} does not exist in generation {generation}")
-    files = list_shared(scope, state.projections)
+    files = home_files(session, state)
     local = files.get(path)
     if local is not None:
         fill_digests({path: local}, StatCache(session.state_dir / "cache"))

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from roam_core.engine import inventory
+from roam_core.engine.filemodes import home_files
 from roam_core.engine.journal import Op
 from roam_core.engine.remote import RemoteView
 from roam_core.engine.scan import (
@@ -23,7 +24,6 @@ from roam_core.engine.scan import (
     StatCache,
     fill_digests,
     install_mode,
-    list_shared,
 )
 from roam_core.engine.session import Session
 from roam_core.engine.state import LocalState
@@ -118,7 +118,7 @@ class Planner:
         first = state.generation is None
         self.base: Manifest = {} if first else state.base_manifest()
         self.first_pull = first
-        files = list_shared(self.scope, state.projections)
+        files = home_files(session, state)
         cache = StatCache(session.state_dir / "cache")
         fill_digests(files, cache, self.host_keys)
         cache.save(files)

@@ -44,6 +44,9 @@ def pull(session: Session, *, apply: bool = False, overwrite_conflicts: bool = F
                       cron_only=cron_only)
     plan = planner.build()
     result = PullResult(plan)
+    writes = [op.rel for op in plan.ops if op.action == "write"]
+    planned = sum(view.manifest[rel].size for rel in writes if rel in view.manifest)
+    session.deadline.size_to(planned, len(writes))
     if dry_run:
         for op in plan.ops:
             if op.source is not None:
@@ -62,9 +65,7 @@ def pull(session: Session, *, apply: bool = False, overwrite_conflicts: bool = F
         new_state.base = state.base
     if plan.ops:
         if progress is not None:
-            writes = [op.rel for op in plan.ops if op.action == "write"]
-            progress.begin(len(writes), sum(view.manifest[rel].size for rel in writes
-                                            if rel in view.manifest))
+            progress.begin(len(writes), planned)
         merged = {item["path"] for item in (*plan.configs_merged, *plan.memories_merged)}
         unpushed = unpushed_paths(plan.ops, state.base, merged, overwrite_conflicts)
         install = Install(session.root, session.state_dir, plan.ops, progress, unpushed)

@@ -16,13 +16,13 @@ from roam_core.engine import force_guard, inventory
 from roam_core.engine import lease as lease_module
 from roam_core.engine import remote as remote_module
 from roam_core.engine import roster as roster_module
+from roam_core.engine.filemodes import home_files
 from roam_core.engine.journal import kill_point
 from roam_core.engine.progress import ProgressSink
 from roam_core.engine.scan import (
     LocalFile,
     StatCache,
     fill_digests,
-    list_shared,
 )
 from roam_core.engine.session import Session, hermes_version
 from roam_core.engine.state import LocalState, raise_floor, save_state
@@ -123,7 +123,7 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
     host_keys = tuple(getattr(scope, "host_keys", ()))
     inventory.refresh(session.root)  # roam's own file, so a dry run previews it too
     # archive/sessions/ in the store is the session archive's; a home file there never travels
-    files = {rel: item for rel, item in list_shared(scope, state.projections).items()
+    files = {rel: item for rel, item in home_files(session, state).items()
              if not is_archive(rel)}
     skipped = list(getattr(scope, "skipped", []))
     hidden = hidden_by(skipped)
@@ -213,6 +213,7 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
         total = len(view.manifest) if behind else len(reference)
         force_guard.check(state, result.removed, total, session.settings, confirm)
 
+    session.deadline.size_to(result.bytes_changed, len(to_send))
     known = session.repo.known_blobs()
     for entry in base.values():
         known.update({ref[0]: ref for ref in entry.blobs if ref[1]})

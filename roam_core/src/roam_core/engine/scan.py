@@ -143,11 +143,13 @@ class StatCache:
             self.dirty = False
 
 
-def list_shared(scope: Any, projections: Mapping[str, str] | None = None
-                ) -> dict[str, LocalFile]:
+def list_shared(scope: Any, projections: Mapping[str, str] | None = None, *,
+                modes: Mapping[str, int] | None = None) -> dict[str, LocalFile]:
     """Every shared regular file of the home (no content read).
 
     `projections` are the config projections this device last accepted (state.json).
+    `modes` is given when the home's file system keeps no modes (`engine.filemodes`): a
+    file's mode is then its entry there, or 0644 for a new file, never what the disk says.
     """
     files: dict[str, LocalFile] = {}
     for entry in scope.walk():
@@ -156,8 +158,9 @@ def list_shared(scope: Any, projections: Mapping[str, str] | None = None
             continue
         # `is_config` means "travels as a projection": config.yaml and cron jobs files
         projected = scope.is_config(entry.rel) or is_jobs_file(entry.rel)
+        mode = st.st_mode & 0o777 if modes is None else modes.get(entry.rel, 0o644)
         files[entry.rel] = LocalFile(
-            entry.rel, entry.location, st.st_size, st.st_mode & 0o777, stat_signature(st),
+            entry.rel, entry.location, st.st_size, mode, stat_signature(st),
             is_config=projected,
             base_projection=(projections or {}).get(entry.rel) if projected else None)
     return files

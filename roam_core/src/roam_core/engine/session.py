@@ -16,7 +16,7 @@ from roam_core.engine.state import LocalState, load_state
 from roam_core.errors import UserError
 from roam_core.home import Home
 from roam_core.manager import get_manager
-from roam_core.settings import load_settings, number
+from roam_core.settings import load_settings, number, optional_number
 from roam_core.storage import Backend, GuardedBackend
 from roam_core.store.repository import Repository
 from roam_core.types import PluginContext
@@ -41,7 +41,8 @@ class Session:
     @classmethod
     def open(cls, home: Home, operation: str) -> Session:
         settings = load_settings(home.root)
-        budget = number(settings, "operation_timeout_seconds")
+        # unset, a transfer's deadline is sized to its work once planned (`Deadline.size_to`)
+        budget = optional_number(settings, "operation_timeout_seconds")
         return cls(home, Deadline.for_operation(operation, budget), settings)
 
     @property

@@ -7,6 +7,7 @@ from typing import Any
 
 from roam_core.engine import backups, inventory, memo
 from roam_core.engine import remote as remote_module
+from roam_core.engine.filemodes import carried_modes
 from roam_core.engine.scan import StatCache, fill_digests, list_shared
 from roam_core.engine.session import Session
 from roam_core.engine.state import LocalState
@@ -41,7 +42,7 @@ def local_changes(session: Session, state: LocalState | None = None, *,
     base = {rel: (entry.get("sha256"), synced_mode(int(entry.get("mode") or 0)))
             for rel, entry in state.base.items()}
     scope = session.scope
-    files = list_shared(scope, state.projections)
+    files = list_shared(scope, state.projections, modes=carried_modes(session, state))
     # as the walk saw them, before the inventory is set aside below
     seen = {rel: item.signature for rel, item in files.items()} if signature else {}
     cache = StatCache(session.state_dir / "cache")
