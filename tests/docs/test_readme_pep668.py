@@ -14,7 +14,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from doc_blocks import REPO
 
 SYSTEM_PYTHON = Path("/usr/bin/python3")
