@@ -28,3 +28,23 @@ def test_session_notice_mentions_kept_conflicts_once(make_home: Callable[..., Pa
     assert "--overwrite-conflicts" in text
     autosync.check_remote(laptop, pull=False)
     assert autosync.first_turn_context(laptop) is None  # the same conflicts: not news again
+
+
+def test_session_notice_mentions_a_kept_memory_entry(make_home: Callable[..., Path]) -> None:
+    desk = make_home("desk", auto_push=True)
+    laptop = make_home("laptop", auto_push=True)
+    memory = Path("memories/MEMORY.md")
+    (desk / memory).parent.mkdir(parents=True, exist_ok=True)
+    (desk / memory).write_text("likes tea\n§\nlives in Oslo")
+    assert run_verb(["init", "--create-remote"], home=desk).ok
+    assert run_verb(["push"], home=desk).ok
+    assert run_verb(["init"], home=laptop).ok
+    assert run_verb(["pull", "--apply"], home=laptop).ok
+    (desk / memory).write_text("likes tea\n§\nlives in Bergen")
+    assert run_verb(["push"], home=desk).ok
+    (laptop / memory).write_text("likes tea\n§\nlives in Tromsø")
+    assert run_verb(["pull", "--apply"], home=laptop).code == 2
+    assert run_verb(["pull", "--apply"], home=laptop).code == 2  # still open
+    autosync.check_remote(laptop, pull=False)
+    text = autosync.first_turn_context(laptop)
+    assert text is not None and "memories/MEMORY.md: lives in Bergen" in text, text

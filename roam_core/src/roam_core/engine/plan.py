@@ -234,6 +234,9 @@ class Planner:
             not self.first_pull and r is not None and r.same_content(b))
         if rel in self.state.conflicts and (loc is not None or rel not in self.state.unseen):
             self._conflict(rel, r, loc)
+        elif remote_same_as_base and r is not None and loc is not None \
+                and self.state.entry_conflicts.get(rel):
+            self._still_open(rel, r, loc)
         elif remote_same_as_base:
             self.plan.local_changes.append(rel)
         elif local_same_as_base or (loc is None and b is None):
@@ -271,6 +274,23 @@ class Planner:
             self.new_state.entry_conflicts[rel] = [str(item) for item in kept]
         else:
             self.new_state.entry_conflicts.pop(rel, None)
+
+    def _still_open(self, rel: str, r: FileEntry, loc: LocalFile) -> None:
+        """Entries of a merged file kept local by an earlier pull, the remote unchanged since.
+
+        They stay open (exit 2) until this device pushes its version or overwrites: with no
+        new remote change there is nothing to merge again, and the base they were decided
+        against is gone, so `--overwrite-conflicts` takes the remote file whole (this
+        version is backed up, kept until dropped when it was never pushed).
+        """
+        if self.overwrite:
+            self._take(rel, r, loc, overwrite=True)
+            return
+        entries = list(self.state.entry_conflicts[rel])
+        self.plan.memories_merged.append({
+            "path": rel, "added_remote": 0, "kept_local": len(entries), "removed": 0,
+            "conflicts": entries, "still_open": True})
+        self.plan.local_changes.append(rel)
 
     def _conflict(self, rel: str, r: FileEntry | None, loc: LocalFile | None) -> None:
         if self.overwrite:
@@ -381,8 +401,9 @@ def iter_lines(plan: Plan) -> Iterator[str]:
         for key in item["conflicts_kept_local"]:
             yield f"config conflict kept local: {item['path']}: {key}"
     for item in plan.memories_merged:
-        yield (f"merged memories: {item['path']} (+{item['added_remote']} remote, "
-               f"{item['kept_local']} kept local)")
+        if not item.get("still_open"):
+            yield (f"merged memories: {item['path']} (+{item['added_remote']} remote, "
+                   f"{item['kept_local']} kept local)")
         for entry in item["conflicts"]:
             yield f"memory conflict kept local: {item['path']}: {entry}"
     for rel in plan.overwritten:
