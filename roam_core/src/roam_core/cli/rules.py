@@ -52,6 +52,7 @@ def _run(args: argparse.Namespace) -> int:
     if getattr(args, "verbose", 0):
         _log_decisions(model)
     report = build_report(model, home.profile)
+    report.update(_secret_findings(home.root, home.state_dir, model))
     if args.json:
         emit_json(report)
     else:
@@ -202,6 +203,21 @@ def build_report(model: ScopeModel, profile: str = "default") -> dict[str, Any]:
     }
 
 
+def _secret_findings(root: Path, state_dir: Path, model: ScopeModel) -> dict[str, Any]:
+    """What a push of every shared file would stop on (cached per file between runs)."""
+    from roam_core.engine.secretwarn import findings_in
+    from roam_core.errors import RoamError, describe
+    from roam_core.settings import load_settings
+
+    try:
+        found = findings_in(root, state_dir, load_settings(root),
+                            [entry.rel for entry in model.walk()], is_config=model.is_config,
+                            host_keys=tuple(model.host_keys), prune=True)
+    except RoamError as error:
+        return {"secret_findings": [], "secret_scan_error": describe(error)}
+    return {"secret_findings": [finding.as_json() for finding in found]}
+
+
 def _skipped(model: ScopeModel) -> list[dict[str, str]]:
     """Shared paths the walk leaves out, and those over the format's limits, with reasons.
 
@@ -242,6 +258,7 @@ def print_report(report: dict[str, Any]) -> None:
         print("  hooks is on: this device runs hook code written on your other machines")
     device = report["host_keys"]["device"]
     print("Host-scoped config keys: " + ", ".join(report["host_keys"]["default"] + device))
-    from roam_core.cli.sync import print_skipped
+    from roam_core.cli.sync import print_secret_findings, print_skipped
 
     print_skipped(report["skipped"])
+    print_secret_findings(report)

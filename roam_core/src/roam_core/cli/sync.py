@@ -43,6 +43,19 @@ def print_skipped(skipped: list[dict[str, str]]) -> None:
         print_capped(skipped_lines(skipped))
 
 
+def print_secret_findings(report: dict[str, Any]) -> None:
+    """The secret-looking values `status` and `rules` found, as push would list them."""
+    from roam_core.engine.secretwarn import finding_lines
+
+    findings = report.get("secret_findings") or []
+    if findings:
+        print(f"warning: a push would stop: {len(findings)} secret-looking value(s) in shared "
+              "files (fix them, keep them local, or allow them in roam/secrets-allow.yaml):")
+        print_capped(finding_lines(findings))
+    if report.get("secret_scan_error"):
+        print(f"warning: the secret scan could not run: {sanitize(report['secret_scan_error'])}")
+
+
 def coverage_line(root: object, profiles: list[tuple[str, bool]]) -> str:
     """The covered root and each profile's state, in one line (push and pull print it first)."""
     states = ", ".join(f"{sanitize(name)} ({'excluded' if excluded else 'synced'})"
@@ -90,6 +103,7 @@ def _status(args: argparse.Namespace) -> int:
     if (report.get("optional") or {}).get("hooks"):
         print("         hooks is on: this device runs hook code written on your other machines")
     print_skipped(report.get("skipped", []))
+    print_secret_findings(report)
     open_conflicts = [*report["conflicts"], *(
         f"{rel}: {key}" for rel, keys in report.get("entry_conflicts", {}).items()
         for key in keys)]

@@ -69,6 +69,27 @@ def local_changes(session: Session, state: LocalState | None = None, *,
     return changes
 
 
+def _secret_warnings(session: Session, state: LocalState, changes: dict[str, list[Any]],
+                     report: dict[str, Any]) -> None:
+    """What would stop the next push, in the changed files only (none changed: nothing read)."""
+    from roam_core.engine.secretwarn import findings_in
+
+    report["secret_findings"] = []
+    paths = [*changes["added"], *changes["changed"]]
+    if not paths:
+        return
+    scope = session.scope
+    try:
+        found = findings_in(session.root, session.state_dir, session.settings, paths,
+                            is_config=scope.is_config,
+                            host_keys=tuple(getattr(scope, "host_keys", ())),
+                            projections=state.projections)
+    except RoamError as error:  # status still answers; push will refuse with the reason
+        report["secret_scan_error"] = describe(error)
+        return
+    report["secret_findings"] = [finding.as_json() for finding in found]
+
+
 def status(session: Session) -> dict[str, Any]:
     """Local and remote generation, ahead/behind, dirty paths; `reachable` False on failure."""
     remembered = memo.recall(session)
@@ -92,6 +113,7 @@ def status(session: Session) -> dict[str, Any]:
         "kept_in_backups": backups.kept_count(session.state_dir),
     }
     scope = session.scope
+    _secret_warnings(session, state, changes, report)
     if hasattr(scope, "profiles"):
         report["profiles"] = [{"name": name, "excluded": excluded}
                               for name, excluded in scope.profiles()]
