@@ -9,6 +9,7 @@ import pytest
 
 from fleet import Device, new_key, settings_for
 from roam_core import deadline
+from roam_core.engine.check import check
 from roam_core.engine.pull import pull
 from roam_core.engine.push import push
 from roam_core.engine.session import Session
@@ -22,7 +23,7 @@ RATE = 1024  # bytes a second: a 64 KiB home needs a minute at this floor
 @pytest.fixture
 def slow_floor(monkeypatch: pytest.MonkeyPatch) -> None:
     """A small base and a slow floor, so a small home plans more than the base."""
-    for operation in ("push", "pull"):
+    for operation in ("push", "pull", "check"):
         monkeypatch.setitem(deadline.BUDGETS, operation, BASE)
     monkeypatch.setattr(deadline, "FLOOR_RATE", RATE)
 
@@ -33,8 +34,10 @@ def _transfer(device: Device, operation: str, monkeypatch: pytest.MonkeyPatch) -
     with deadline.running(session.deadline):
         if operation == "push":
             assert not push(session).nothing
-        else:
+        elif operation == "pull":
             assert pull(session, apply=True).applied
+        else:
+            assert check(session, read_data=True).ok
     session.close()
     return session
 
@@ -49,7 +52,7 @@ def _fleet(tmp_path: Path) -> tuple[Device, Device]:
     return a, b
 
 
-def test_an_unset_deadline_grows_with_the_bytes_a_push_and_a_pull_move(
+def test_an_unset_deadline_grows_with_the_bytes_a_push_a_pull_and_a_check_move(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slow_floor: None) -> None:
     a, b = _fleet(tmp_path)
     # the four skills, and the few small files roam adds itself (its plugin inventory)
@@ -58,6 +61,8 @@ def test_an_unset_deadline_grows_with_the_bytes_a_push_and_a_pull_move(
     assert needed <= pushed.budget < needed + 10, pushed
     pulled = _transfer(b, "pull", monkeypatch).deadline
     assert needed <= pulled.budget < needed + 10, pulled
+    checked = _transfer(b, "check", monkeypatch).deadline  # --read-data reads every file
+    assert needed <= checked.budget < needed + 10, checked
     assert (b.root / "skills/s3/SKILL.md").read_bytes() == \
         (a.root / "skills/s3/SKILL.md").read_bytes()
 

@@ -368,6 +368,8 @@ class Checker:
         # in pack order, so neighbouring blobs come in one ranged read (a pack span)
         contents = sorted(self._contents.items(),
                           key=lambda item: ([(ref[1], ref[2]) for ref in item[0][2]], item[0]))
+        self.session.deadline.size_to(sum(size for (_sha, size, _blobs) in self._contents),
+                                      len(self._contents))
         results = self.repo.read_blobs([ref for (_sha, _size, blobs), _use in contents
                                         for ref in blobs], tolerant=True)
         try:
