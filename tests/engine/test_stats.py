@@ -9,10 +9,7 @@ stats walker), and a file's bytes become "older generations only" only once it c
 from __future__ import annotations
 
 import base64
-import contextlib
-import os
 import random
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +17,7 @@ import pytest
 from campaign.harness import Home, Runner, Store, stores
 
 from roam_core.engine.history import generations
-from roam_core.engine.session import Session
-from roam_core.home import resolve_home
+from support.sessions import session_of
 
 pytest_plugins = ("support.s3_servers",)
 
@@ -34,23 +30,9 @@ def _text(rng: random.Random, size: int) -> str:
     return base64.b64encode(rng.randbytes(size)).decode()
 
 
-@contextlib.contextmanager
-def _session(home: Home) -> Iterator[Session]:
-    """The home's session with its store's secrets in the environment, restored after."""
-    saved = dict(os.environ)
-    os.environ.update(home.store.env())
-    session = Session.open(resolve_home(str(home.root)), "status")
-    try:
-        yield session
-    finally:
-        session.close()
-        os.environ.clear()
-        os.environ.update(saved)
-
-
 def _blob_bytes(home: Home, generation: int, path: str) -> int:
     """The sealed bytes of `path`'s blobs in `generation`, from its tree entry."""
-    with _session(home) as session:
+    with session_of(home) as session:
         for gen in generations(session):
             if gen.number == generation:
                 entry = session.repo.entry_at(gen.snapshot.root, path)
@@ -61,7 +43,7 @@ def _blob_bytes(home: Home, generation: int, path: str) -> int:
 
 def _manifest_ratio(home: Home) -> float:
     """Dedup ratio from every generation's flattened manifest (an independent walk)."""
-    with _session(home) as session:
+    with session_of(home) as session:
         counted = 0
         stored: dict[str, int] = {}
         for gen in generations(session):

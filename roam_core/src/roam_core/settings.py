@@ -33,6 +33,7 @@ DEFAULTS: dict[str, Any] = {
     "force_guard_percent": 20,
     "force_guard_paths": 100,
     "operation_timeout_seconds": None,
+    "prune_grace_minutes": 120,
     "redact_env_values": True,
     "redact_patterns": [],
     "never_list_exceptions": [],
@@ -68,6 +69,9 @@ CORE_HELP: dict[str, str] = {
                                  "unset: an hour, or longer when the transfer needs it (its "
                                  "bytes at 256 KiB/s plus half a second per file); a push that "
                                  "runs out resumes when run again (what was uploaded is kept)",
+    "prune_grace_minutes": "`roam prune --apply` deletes only what an earlier run marked at "
+                           "least this long ago: keep it above every device's "
+                           "operation_timeout_seconds, plus clock differences",
     "redact_env_values": "the mirror masks every value of the root's and the profile's `.env` "
                          "(8 characters or more) whatever its shape; off: only secret-named "
                          "and random-looking values",

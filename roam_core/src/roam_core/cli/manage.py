@@ -58,6 +58,51 @@ def _forget(args: argparse.Namespace) -> int:
     return 0
 
 
+def _prune(args: argparse.Namespace) -> int:
+    import datetime
+
+    from roam_core.cli.progress import Progress
+    from roam_core.cli.sync import _size
+    from roam_core.engine.prune import prune
+
+    with operation(args, "prune", lock=True) as session:
+        progress = Progress("prune", quiet=args.quiet or args.json)
+        try:
+            result = prune(session, apply=args.apply, grace_minutes=args.grace_minutes,
+                           progress=progress)
+        finally:
+            progress.close()
+    if args.json:
+        emit_json(result.as_json())
+        return 0
+    found = ", ".join(f"{count} {kind}" for kind, count in sorted(result.garbage.items()))
+    if not args.quiet:
+        print(f"roam: {result.kept_generations} generation(s) kept; unreferenced: "
+              f"{found or 'nothing'} ({_size(result.garbage_bytes)} of packs)")
+    if not args.apply:
+        print("roam: nothing deleted; roam prune --apply marks what is unreferenced and "
+              f"deletes what was marked at least {result.grace_minutes:g} minute(s) before")
+        return 0
+    deleted = ", ".join(f"{count} {kind}" for kind, count in sorted(result.deleted.items()))
+    print(f"roam: marked {result.marked} object(s); deleted {deleted or 'nothing'} "
+          f"({_size(result.deleted_bytes)} of packs)")
+    if result.waiting and result.waiting_until is not None:
+        when = datetime.datetime.fromtimestamp(result.waiting_until, datetime.UTC)
+        print(f"roam: {result.waiting} marked object(s) wait for the grace period; run roam "
+              f"prune --apply again after {when.replace(microsecond=0).isoformat()}")
+    return 0
+
+
+def _minutes(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of minutes: {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be 0 or more minutes: {text}")
+    return value
+
+
 def _add_policy(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keep-last", type=_positive, default=0, metavar="N",
                         help="keep the N newest generations")
@@ -85,3 +130,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--apply", action="store_true", help="record the forget")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=_forget)
+
+    parser = subparsers.add_parser(
+        "prune", help="delete what no kept generation needs (plan; --apply deletes)",
+        description="Find what no kept (not forgotten) generation needs: packs none of whose "
+        "blobs is referenced, their indexes, and unreachable trees and snapshots. Shows the "
+        "numbers; --apply marks them (pushes from every device then stop relying on them) "
+        "and deletes what an earlier run marked at least the grace period before "
+        "(prune_grace_minutes, longer than any device's push may run), so a push running "
+        "meanwhile never loses a pack it relies on. Run it again after the grace period to "
+        "finish. Needs a backend that can delete (local, s3, git).")
+    parser.add_argument("--apply", action="store_true", help="mark and delete")
+    parser.add_argument("--grace-minutes", type=_minutes, default=None, metavar="M",
+                        help="delete what was marked at least M minutes ago (default: the "
+                        "prune_grace_minutes setting, 120); 0 only when no other device can "
+                        "push meanwhile")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(func=_prune)

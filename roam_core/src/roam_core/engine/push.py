@@ -222,6 +222,7 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
     marked = lease_module.marked_keys(session.repo)
     if marked:
         known = {blob: ref for blob, ref in known.items() if ref[1] not in marked}
+        session.repo.avoid = marked  # nor on a marked tree of the same content
     packer = Packer(session.repo, known, present=PackPresence(session.backend))
     pending: dict[str, tuple[str, int, tuple[str, ...], int]] = {}
     if progress is not None:

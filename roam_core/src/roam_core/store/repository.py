@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -70,6 +71,8 @@ class Repository:
         self._voids: tuple[frozenset[str], frozenset[str]] | None = None
         #: Where each blob is stored now, by the indexes: for blobs whose pack was lost.
         self._located: dict[str, list[BlobRef]] | None = None
+        #: Keys a prune marked (engine/lease.py): an object is never written as one of them.
+        self.avoid: frozenset[str] = frozenset()
 
     # -- HEAD ----------------------------------------------------------------------------
 
@@ -130,6 +133,11 @@ class Repository:
         object_id = self.keys.name(kind, hashlib.sha256(plain).digest())
         if kind == crypto.KIND_TREE and object_id in self.seen_trees:
             return object_id
+        if key_of(object_id) in self.avoid:
+            # a prune marked the object of this name for deletion: relying on the copy there
+            # could lose it, so a twin goes under a new name (readers ignore "salt")
+            plain = canonical({**value, "salt": secrets.token_hex(8)})
+            object_id = self.keys.name(kind, hashlib.sha256(plain).digest())
         sealed = crypto.seal(self.keys.encryption, kind, object_id, codec.encode(plain))
         if uploads is not None:
             uploads.put(key_of(object_id), sealed)
