@@ -163,3 +163,39 @@ def test_prune_refuses_a_backend_that_cannot_delete(tmp_path: Path,
         assert result.code == 1
         assert result.err.strip() == ("roam: the memory backend cannot delete objects, so this "
                                       "store cannot be pruned (it keeps every generation)")
+
+
+def test_a_long_push_whose_objects_a_prune_swept_meanwhile_publishes_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from roam_core.engine import lease, push
+
+    with stores("local", tmp_path) as store:
+        runner = Runner()
+        desk = Home(tmp_path / "desk", "desk", store, runner)
+        laptop = Home(tmp_path / "laptop", "laptop", store, runner)
+        assert desk.roam("init", "--create-remote").code == 0
+        desk.write("memories/MEMORY.md", "one\n")
+        assert desk.roam("push").code == 0
+        assert laptop.roam("init").code == 0 and laptop.roam("pull", "--apply").code == 0
+        laptop.write("memories/long.md", "written early in a push that runs for hours\n")
+        original = push.kill_point
+
+        def prune_meanwhile(name: str) -> None:
+            original(name)
+            if name == "push:snapshot":  # the push's objects are stored, HEAD not swapped
+                with session_of(desk) as session:
+                    prune(session, apply=True)  # marks them (unreferenced yet)
+                    swept = prune(session, apply=True, clock=lambda: time.time() + 3 * 3600)
+                assert swept.deleted.get("packs", 0) > 0
+
+        monkeypatch.setattr(push, "kill_point", prune_meanwhile)
+        monkeypatch.setattr(lease, "RECHECK_AFTER", -1.0)  # as if it had run for hours
+        result = laptop.roam("push")
+        assert result.code == 1
+        assert "a prune marked or deleted" in result.err and "run roam push again" in result.err
+        monkeypatch.setattr(push, "kill_point", original)
+        assert laptop.roam("push").code == 0  # again: everything it needs is stored anew
+        found = every_version(laptop)
+        assert found[max(found)]["memories/long.md"].startswith(b"written early")
+        check = laptop.roam("check", "--read-data")
+        assert check.code == 0, check.out + check.err

@@ -70,8 +70,8 @@ CORE_HELP: dict[str, str] = {
                                  "bytes at 256 KiB/s plus half a second per file); a push that "
                                  "runs out resumes when run again (what was uploaded is kept)",
     "prune_grace_minutes": "`roam prune --apply` deletes only what an earlier run marked at "
-                           "least this long ago: keep it above every device's "
-                           "operation_timeout_seconds, plus clock differences",
+                           "least this long ago (pushes running meanwhile stay safe); keep "
+                           "it at 60 or more when other devices push",
     "redact_env_values": "the mirror masks every value of the root's and the profile's `.env` "
                          "(8 characters or more) whatever its shape; off: only secret-named "
                          "and random-looking values",

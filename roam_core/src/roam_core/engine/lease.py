@@ -23,12 +23,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from roam_core import crypto
-from roam_core.errors import ConflictError, IntegrityError, RefConflict
+from roam_core.errors import ConflictError, IntegrityError, RefConflict, UserError
 from roam_core.store.objects import LEASE_REF, canonical, mark_key, parse_json
 from roam_core.store.repository import Repository
 
 #: How long a lease holds without renewal: a crashed deleter blocks others at most this long.
 LEASE_SECONDS = 600.0
+#: A push running longer than this looks at the marks again before it swaps HEAD: a prune
+#: may have marked its own early objects. Shorter pushes end well inside any grace period.
+RECHECK_AFTER = 1800.0
 #: Compare-and-swaps tried before giving up when the ref moved under an unchanged lease.
 SWAP_ATTEMPTS = 5
 
@@ -199,3 +202,21 @@ def marked_keys(repo: Repository, record: LeaseRecord | None = None) -> frozense
     for mark_id in record.marks:
         keys.update(load_mark(repo, mark_id).keys)
     return frozenset(keys)
+
+
+def refuse_if_marked(repo: Repository, relied: set[str]) -> None:
+    """Before a long push swaps HEAD: refuse unless every object it relies on is safe.
+
+    Safe means no mark names it now and it is still stored. An object no mark names now can
+    only be deleted a whole grace period after a later mark, long after this swap; one a
+    mark names might go at any moment, and one a sweep took is gone. Marks are read first,
+    stored objects listed after, so a sweep in between is caught by one or the other.
+    """
+    repo.backend.read_ref("HEAD")  # a fresh look at the remote (git: LEASE comes with it)
+    hit = relied & marked_keys(repo)
+    prefixes = sorted({key.partition("/")[0] + "/" for key in relied})
+    stored = {key for prefix in prefixes for key in repo.backend.list(prefix)}
+    hit |= relied - stored
+    if hit:
+        raise UserError(f"a prune marked or deleted {len(hit)} object(s) this push relies on "
+                        "while it ran; run roam push again")

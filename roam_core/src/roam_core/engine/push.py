@@ -8,6 +8,7 @@ rules cannot see are carried forward unchanged: a narrower device never deletes 
 from __future__ import annotations
 
 import datetime
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -31,7 +32,7 @@ from roam_core.scope.never import allowed_credentials
 from roam_core.scope.walk import hidden_by
 from roam_core.secretscan.scan import Finding, SecretsFound
 from roam_core.store.manifest import FileEntry, Manifest, over_limits, synced_mode
-from roam_core.store.objects import Head, Snapshot
+from roam_core.store.objects import Head, Snapshot, snapshot_key, tree_key
 from roam_core.store.packer import Packer
 from roam_core.store.presence import PackPresence
 from roam_core.store.repository import Repository
@@ -104,6 +105,7 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
 
     A forced push that removes much of the remote asks `confirm` first (`force_guard`).
     """
+    started = time.monotonic()
     state = session.require_state()
     view = remote_module.require_remote(session, state)
     behind = view.head.generation != state.generation
@@ -250,7 +252,7 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
     result.uploaded_bytes = packer.uploaded_bytes
     projections = {item.rel: item.projection(host_keys).decode()
                    for item in files.values() if item.is_config}
-    _publish(session, state, view, manifest, result, projections, base, base_folders)
+    _publish(session, state, view, manifest, result, projections, base, base_folders, started)
     cache.save(files)
     return result
 
@@ -303,7 +305,7 @@ def _swap_head(repo: Repository, head: Head, seen: Head) -> None:
 
 def _publish(session: Session, state: LocalState, view: remote_module.RemoteView,
              manifest: Manifest, result: PushResult, projections: dict[str, str],
-             base: Manifest, base_folders: dict[str, str] | None) -> None:
+             base: Manifest, base_folders: dict[str, str] | None, started: float) -> None:
     repo = session.repo
     root = repo.write_manifest(manifest, base, base_folders)
     kill_point("push:trees")
@@ -317,6 +319,13 @@ def _publish(session: Session, state: LocalState, view: remote_module.RemoteView
     snapshot_id = repo.write_snapshot(snapshot)
     kill_point("push:snapshot")
     head = Head(generation, snapshot_id, view.head.store, state.device, snapshot.created)
+    if time.monotonic() - started > lease_module.RECHECK_AFTER:
+        # a prune may have marked this push's own early objects as unreferenced meanwhile
+        lease_module.refuse_if_marked(repo, {ref[1] for entry in manifest.values()
+                                             for ref in entry.blobs}
+                                      | {tree_key(tree) for tree in
+                                         repo.folders.get(root, {}).values()}
+                                      | {snapshot_key(snapshot_id)})
     _swap_head(repo, head, view.head)
     kill_point("push:head")
     raise_floor(session.state_dir, head.store, session.backend.identity(), generation)
