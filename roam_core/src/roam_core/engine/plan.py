@@ -118,19 +118,32 @@ class Planner:
         first = state.generation is None
         self.base: Manifest = {} if first else state.base_manifest()
         self.first_pull = first
-        files = home_files(session, state)
-        cache = StatCache(session.state_dir / "cache")
-        fill_digests(files, cache, self.host_keys)
-        cache.save(files)
-        self.local: dict[str, LocalFile] = files
-        self.skipped = dict(getattr(self.scope, "skipped", []))
-        self.hidden = hidden_by(list(self.skipped.items()))
+        #: filled by `scan()`: constructing a planner reads nothing in the home
+        self.local: dict[str, LocalFile] = {}
+        self.skipped: dict[str, str] = {}
+        self.hidden = hidden_by([])
         self.plan = Plan(view.head.generation, view.head.device, view.snapshot.created)
         self.new_state = copy.deepcopy(state)
         self.unseen: set[str] = set()
         self._formats: list[MergeFormat] | None = None
 
+    def scan(self) -> None:
+        """Walk the home's shared files and digest them (the stat cache skips unchanged ones).
+
+        `build()` runs it first; it is a step of its own so that making a planner costs
+        nothing and the one expensive read of the home is visible where it happens.
+        """
+        files = home_files(self.session, self.state)
+        cache = StatCache(self.session.state_dir / "cache")
+        fill_digests(files, cache, self.host_keys)
+        cache.save(files)
+        self.local = files
+        self.skipped = dict(getattr(self.scope, "skipped", []))
+        self.hidden = hidden_by(list(self.skipped.items()))
+
     def build(self) -> Plan:
+        """Scan the home, then compare remote, base and local path by path into a plan."""
+        self.scan()
         remote = self.view.manifest
         paths = sorted(set(remote) | set(self.base) | set(self.local))
         for rel in paths:

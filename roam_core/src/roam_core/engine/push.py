@@ -119,7 +119,7 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
         if state.snapshot == view.head.snapshot:
             base_folders = session.repo.recall_trees(view.head.snapshot)
         if base_folders is None:
-            view.manifest  # noqa: B018 - loading it marks its trees as present in the store
+            view.read_trees()
     reference = view.manifest if behind else base
     scope = session.scope
     host_keys = tuple(getattr(scope, "host_keys", ()))

@@ -24,6 +24,14 @@ class RemoteView:
     def manifest(self) -> Manifest:
         return self._repo.load_manifest(self.snapshot.root)
 
+    def read_trees(self) -> Manifest:
+        """Read this generation's trees now (once); reading each records it as present.
+
+        A push that compares against its base instead still needs them known as present,
+        so that folders that did not change are not written to the store again.
+        """
+        return self.manifest
+
     def remember_trees(self) -> None:
         """Tell the cache which trees this generation holds (see `Repository.remember_trees`)."""
         self._repo.remember_trees(self.head.snapshot, self.snapshot.root)
