@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -328,3 +328,53 @@ def registry(manager: PluginManager) -> Registry:
                 setting.name, setting.default, _kind_of(setting.default), owner, setting.help)
     return found
 
+
+
+# -- the typed record: core's settings as the engine reads them ---------------------------
+
+
+@dataclass(frozen=True)
+class CoreSettings:
+    """roam's own settings, typed, built once per operation from the effective block.
+
+    Switches count only when they are literally `true` (a string "true" is not): the same
+    rule every reader applied to the raw mapping before. Numbers are checked when read
+    (`number`), so a bad value in one tier's setting stops only what uses it.
+    """
+
+    backend: str
+    device_name: str | None
+    allow_agent_apply: bool
+    allow_newer_hermes: bool
+    auto_push: bool
+    auto_pull_shared: bool
+    sync_sessions: bool
+    sync_cron: bool
+    redact_env_values: bool
+    #: keys of the block that no core setting names and no `known` name covers
+    unknown: tuple[str, ...]
+    raw: Mapping[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def build(cls, settings: Mapping[str, Any], known: Collection[str] = ()) -> CoreSettings:
+        """The record of an effective settings mapping; `known` adds plugins' setting names."""
+
+        def switch(name: str) -> bool:
+            return settings.get(name) is True
+
+        device_name = settings.get("device_name")
+        return cls(
+            backend=str(settings.get("backend") or "local"),
+            device_name=str(device_name) if device_name else None,
+            allow_agent_apply=switch("allow_agent_apply"),
+            allow_newer_hermes=switch("allow_newer_hermes"),
+            auto_push=switch("auto_push"), auto_pull_shared=switch("auto_pull_shared"),
+            sync_sessions=switch("sync_sessions"), sync_cron=switch("sync_cron"),
+            # on unless literally false: masking every .env value is the safe default
+            redact_env_values=settings.get("redact_env_values", True) is not False,
+            unknown=tuple(sorted(set(settings) - set(DEFAULTS) - set(known))),
+            raw=dict(settings))
+
+    def number(self, name: str) -> float:
+        """A numeric core setting, checked now (see `number`)."""
+        return number(self.raw, name)

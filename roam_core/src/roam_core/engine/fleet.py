@@ -44,7 +44,7 @@ def init(session: Session, *, create_remote: bool = False, name: str | None = No
     head = session.repo.read_head()  # a key that cannot open HEAD is refused here
     founded = False
     device_id = roster_module.new_device_id()
-    explicit = bool(name or session.settings.get("device_name"))
+    explicit = bool(name or session.core.device_name)
     wanted = name or session.default_name
     if head is None:
         refused = lost_head_error(session)

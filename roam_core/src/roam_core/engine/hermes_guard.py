@@ -10,9 +10,9 @@ it unless `allow_newer_hermes: true`; a newer patch release proceeds. A device w
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from roam_core.errors import UserError
+from roam_core.settings import CoreSettings
 from roam_core.store.objects import Snapshot
 
 #: Hermes's own updater (`hermes update`), what Hermes itself recommends by default
@@ -34,9 +34,9 @@ def newer_minor(theirs: str | None, ours: str | None) -> bool:
     return a is not None and b is not None and a[:2] > b[:2]
 
 
-def check_pull(snapshot: Snapshot, local: str | None, settings: dict[str, Any]) -> None:
+def check_pull(snapshot: Snapshot, local: str | None, settings: CoreSettings) -> None:
     """Refuse installing `snapshot` when a newer Hermes major/minor pushed it."""
-    if settings.get("allow_newer_hermes") is True:
+    if settings.allow_newer_hermes:
         return
     if newer_minor(snapshot.hermes_version, local):
         raise UserError(

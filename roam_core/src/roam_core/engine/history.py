@@ -100,7 +100,7 @@ def _config_op(session: Session, accepted: str | None, entry: FileEntry, local: 
     old = session.repo.read_content(entry).decode("utf-8")
     text = None if local is None else local.path.read_text(encoding="utf-8")
     merged = merge_config(text, accepted, old, overwrite_conflicts=True,
-                          host_keys=tuple(getattr(session.scope, "host_keys", ())))
+                          host_keys=session.scope.host_keys)
     data = merged.text.encode("utf-8")
     return Op(entry.path, "write", hashlib.sha256(data).hexdigest(),
               entry.mode if local is None else local.mode, expect, _raw_sha(local),

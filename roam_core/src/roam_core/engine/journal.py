@@ -27,7 +27,7 @@ import stat as stat_module
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from roam_core import libc
 from roam_core.engine.prefetch import Content, Prefetch
@@ -52,6 +52,9 @@ KILL_ENV = "ROAM_TEST_KILL_AT"
 KILL_SIGNAL_ENV = "ROAM_TEST_KILL_SIGNAL"
 #: Files at least this big have their writeback started as soon as they are written.
 WRITEBACK_MIN = 256 * 1024
+
+if TYPE_CHECKING:
+    from roam_core.engine.session import Session
 
 
 def kill_point(name: str) -> None:
@@ -496,7 +499,7 @@ def _restore(backup: Path, target: Path) -> None:
     fsync_dir(target.parent)
 
 
-def recover_home(session: Any) -> str | None:
+def recover_home(session: Session) -> str | None:
     """Finish what a crashed install left: roll back, or forward if it had committed.
 
     Returns:

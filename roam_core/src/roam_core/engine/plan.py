@@ -114,7 +114,7 @@ class Planner:
         self.cron_only = cron_only
         self.archive_off: set[str] = set()
         self.scope = session.scope
-        self.host_keys = tuple(getattr(self.scope, "host_keys", ()))
+        self.host_keys = self.scope.host_keys
         first = state.generation is None
         self.base: Manifest = {} if first else state.base_manifest()
         self.first_pull = first
@@ -138,7 +138,7 @@ class Planner:
         fill_digests(files, cache, self.host_keys)
         cache.save(files)
         self.local = files
-        self.skipped = dict(getattr(self.scope, "skipped", []))
+        self.skipped = dict(self.scope.skipped)
         self.hidden = hidden_by(list(self.skipped.items()))
 
     def build(self) -> Plan:

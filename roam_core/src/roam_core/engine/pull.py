@@ -54,7 +54,7 @@ def pull(session: Session, *, apply: bool = False, overwrite_conflicts: bool = F
         return result
     if not apply:
         return result
-    hermes_guard.check_pull(view.snapshot, hermes_version(), session.settings)
+    hermes_guard.check_pull(view.snapshot, hermes_version(), session.core)
     new_state = plan.new_state
     assert new_state is not None
     keep_seen = keep_seen or cron_only

@@ -122,12 +122,12 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
             view.read_trees()
     reference = view.manifest if behind else base
     scope = session.scope
-    host_keys = tuple(getattr(scope, "host_keys", ()))
+    host_keys = scope.host_keys
     inventory.refresh(session.root)  # roam's own file, so a dry run previews it too
     # archive/sessions/ in the store is the session archive's; a home file there never travels
     files = {rel: item for rel, item in home_files(session, state).items()
              if not is_archive(rel)}
-    skipped = list(getattr(scope, "skipped", []))
+    skipped = list(scope.skipped)
     hidden = hidden_by(skipped)
     check_limits(files)
     limit = session.max_file_size
@@ -156,7 +156,7 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
                      "(never_list_exceptions)"
                      for rel in allowed_credentials(session.settings.get("never_list_exceptions"))
                      if rel in files]
-    if session.settings.get("sync_sessions") is True:
+    if session.core.sync_sessions:
         result.archive = archive.as_json()
     manifest: Manifest = {}
     to_send: list[LocalFile] = []

@@ -7,19 +7,21 @@ import importlib.metadata
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from roam_core import crypto, secrets
 from roam_core.deadline import Deadline
-from roam_core.engine import scopes
 from roam_core.engine.state import LocalState, load_state
 from roam_core.errors import UserError
 from roam_core.home import Home
 from roam_core.manager import get_manager
-from roam_core.settings import load_settings, number, optional_number
+from roam_core.settings import CoreSettings, load_settings, number, optional_number
 from roam_core.storage import Backend, GuardedBackend
 from roam_core.store.repository import Repository
 from roam_core.types import PluginContext
+
+if TYPE_CHECKING:
+    from roam_core.scope.model import ScopeModel
 
 
 def hermes_version() -> str | None:
@@ -62,7 +64,7 @@ class Session:
     @property
     def default_name(self) -> str:
         """The name `roam init` proposes: the device_name setting, else the host name."""
-        name = self.settings.get("device_name") or socket.gethostname() or "device"
+        name = self.core.device_name or socket.gethostname() or "device"
         return str(name)
 
     @property
@@ -82,7 +84,7 @@ class Session:
 
     @functools.cached_property
     def backend(self) -> Backend:
-        name = str(self.settings.get("backend") or "local")
+        name = self.core.backend
         plugin = get_manager().backend(name)
         context = PluginContext(home=self.root, state_dir=self.state_dir,
                                 secret=secrets.reader(self.root), deadline=self.deadline)
@@ -94,8 +96,20 @@ class Session:
                           max_file_size=self.max_file_size)
 
     @functools.cached_property
-    def scope(self) -> Any:
-        return scopes.load(self.root, self.settings)
+    def core(self) -> CoreSettings:
+        """Roam's own settings as a typed record (plugins' settings stay in `settings`)."""
+        return CoreSettings.build(self.settings)
+
+    @functools.cached_property
+    def scope(self) -> ScopeModel:
+        """The scope model of the root home: every provider's rules and rules.yaml.
+
+        Imported here, not at the top: `roam --version` and the read-only verbs that never
+        classify a path should not pay for the scope model's import.
+        """
+        from roam_core.scope import load_scope
+
+        return load_scope(self.root, get_manager(), self.settings)
 
     def state(self) -> LocalState | None:
         return load_state(self.state_dir)

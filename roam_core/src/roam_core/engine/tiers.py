@@ -22,6 +22,7 @@ from roam_core.tiers import archive, cron
 if TYPE_CHECKING:
     from roam_core.engine.plan import Planner
     from roam_core.engine.scan import LocalFile
+    from roam_core.engine.session import Session
 
 
 def plan_archive(planner: Planner, rel: str, r: FileEntry | None, b: FileEntry | None) -> None:
@@ -30,7 +31,7 @@ def plan_archive(planner: Planner, rel: str, r: FileEntry | None, b: FileEntry |
     session = planner.session
     if parsed is None or parsed.device == session.device_id:
         return  # this device's own archive is never pulled back; a malformed path never lands
-    if session.settings.get("sync_sessions") is not True:
+    if not session.core.sync_sessions:
         if r is not None and not r.same_content(b):
             planner.archive_off.add(parsed.device)
         return
@@ -140,7 +141,7 @@ def iter_tier_lines(plan: Any) -> list[str]:
     return lines
 
 
-def restore_op(session: Any, entry: FileEntry, local: LocalFile | None,
+def restore_op(session: Session, entry: FileEntry, local: LocalFile | None,
                expect: list[int] | None) -> tuple[Op | None, list[cron.Landed]]:
     """`roam restore` of a jobs file: the old definitions merged in, paused like a pull."""
     merged = cron.merge_jobs(None if local is None else local.path.read_bytes(),

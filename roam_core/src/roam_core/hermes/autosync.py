@@ -26,7 +26,7 @@ from typing import Any
 
 from roam_core.service import autostate
 from roam_core.service.outcome import Outcome, call
-from roam_core.settings import number
+from roam_core.settings import CoreSettings
 
 log = logging.getLogger("roam.hermes")
 
@@ -77,11 +77,11 @@ def _logged(kind: str, target: Any) -> Any:
     return run
 
 
-def _settings(root: Path) -> dict[str, Any] | None:
+def _settings(root: Path) -> CoreSettings | None:
     from roam_core.settings import load_settings
 
     try:
-        return load_settings(root)
+        return CoreSettings.build(load_settings(root))
     except Exception as failure:
         log.info("roam: auto sync skipped: %s", failure)
         return None
@@ -104,12 +104,12 @@ def lock_busy(root: Path) -> bool:
 def session_end(root: Path) -> str:
     """Start an automatic push when it is due; returns what happened (for logs and tests)."""
     settings = _settings(root)
-    if not settings or settings.get("auto_push") is not True:
+    if not settings or not settings.auto_push:
         return "off"
     if not autostate.initialized(root):
         return "not initialized"
     state = autostate.load(root)
-    debounce = number(settings, "push_debounce_seconds")
+    debounce = settings.number("push_debounce_seconds")
     if time.time() - float(state.get("last_push_at") or 0) < debounce:
         return "debounced"
     pending = state.get("pending")
@@ -192,12 +192,11 @@ def finalize(root: Path, reason: str) -> None:
 def session_start(root: Path) -> str:
     """Check the remote (and pull shared files) in the background when auto sync is on."""
     settings = _settings(root)
-    if not settings or not (settings.get("auto_push") is True
-                            or settings.get("auto_pull_shared") is True):
+    if not settings or not (settings.auto_push or settings.auto_pull_shared):
         return "off"
     if not autostate.initialized(root):
         return "not initialized"
-    pull = settings.get("auto_pull_shared") is True
+    pull = settings.auto_pull_shared
     return "started" if jobs.start("check", check_remote, root, pull) else "already running"
 
 

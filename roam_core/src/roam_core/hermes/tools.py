@@ -133,10 +133,10 @@ def _result(outcome: Outcome[Any], **extra: Any) -> dict[str, Any]:
 def agent_apply_allowed(home: Path) -> bool:
     """`allow_agent_apply: true` in the ROOT config; False when unset or unreadable."""
     from roam_core.home import resolve_home
-    from roam_core.settings import load_settings
+    from roam_core.settings import CoreSettings, load_settings
 
     try:
-        return load_settings(resolve_home(home).root).get("allow_agent_apply") is True
+        return CoreSettings.build(load_settings(resolve_home(home).root)).allow_agent_apply
     except Exception as error:  # fail closed, but say why the apply was refused
         log.warning("roam: cannot read allow_agent_apply, so apply is refused: %s",
                     error if isinstance(error, RoamError) else type(error).__name__)

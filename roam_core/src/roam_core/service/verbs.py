@@ -26,8 +26,7 @@ SCHEMA = 1
 
 
 def _profiles(session: Session) -> list[tuple[str, bool]]:
-    scope = session.scope
-    return list(scope.profiles()) if hasattr(scope, "profiles") else []
+    return session.scope.profiles()
 
 
 @dataclass(frozen=True)
@@ -136,5 +135,5 @@ def pull(home: str | Path | None, notify: Notify, *, apply: bool = False,
         result = engine_pull(session, apply=apply, overwrite_conflicts=overwrite_conflicts,
                              only=only, keep_seen=keep_seen, dry_run=dry_run,
                              progress=progress, cron_only=cron_only)
-        cron_off = cron_only and session.settings.get("sync_cron") is not True
+        cron_off = cron_only and not session.core.sync_cron
     return PullRecord(root, profiles, result, cron_off)

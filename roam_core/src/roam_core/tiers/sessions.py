@@ -21,14 +21,19 @@ import json
 import re
 import shutil
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from roam_core.errors import ConfigError
 from roam_core.fs import ensure_private_dir, write_atomic
 from roam_core.tiers import archive
 from roam_core.tiers.hermes_exec import find_hermes, run_hermes
+
+if TYPE_CHECKING:
+    from roam_core.scope.model import ScopeModel
+    from roam_core.settings import CoreSettings
 
 STAGE_DIR = ("cache", "session-archive")
 EXPORT_ARGS = ("sessions", "export", "--format", "md", "--redact", "--min-messages", "1")
@@ -89,7 +94,7 @@ class ArchiveStage:
                 "notes": self.notes}
 
 
-def cap_bytes(settings: dict[str, Any]) -> int:
+def cap_bytes(settings: Mapping[str, Any]) -> int:
     raw = settings.get("sessions_max_mb", 50)
     try:
         value = float(raw)
@@ -100,22 +105,53 @@ def cap_bytes(settings: dict[str, Any]) -> int:
     return int(value * 1024 * 1024)
 
 
-def homes(root: Path, scope: Any) -> list[tuple[str, Path]]:
+class ArchiveHome(Protocol):
+    """What the archive tier reads of an operation's session (the engine's `Session`)."""
+
+    @property
+    def root(self) -> Path:
+        """The root home."""
+
+    @property
+    def state_dir(self) -> Path:
+        """`<root>/roam/`: where the archive is staged."""
+
+    @property
+    def settings(self) -> Mapping[str, Any]:
+        """Roam's settings (sync_sessions, sessions_max_mb)."""
+
+    @property
+    def device_id(self) -> str:
+        """This device's id in the fleet: its archive namespace."""
+
+    @property
+    def scope(self) -> ScopeModel:
+        """The scope model: which profiles this device excludes."""
+
+    @property
+    def core(self) -> CoreSettings:
+        """Roam's own settings, typed (sync_sessions)."""
+
+    @property
+    def max_file_size(self) -> int:
+        """The largest file a push takes, in bytes (a bigger transcript stays out)."""
+
+
+def homes(root: Path, scope: ScopeModel) -> list[tuple[str, Path]]:
     """(profile, home) for the root and each profile this device does not exclude."""
     found = [("default", root)]
-    profiles = scope.profiles() if hasattr(scope, "profiles") else []
-    for name, excluded in profiles:
+    for name, excluded in scope.profiles():
         if not excluded and _PROFILE.match(name):
             found.append((name, root / "profiles" / name))
     return found
 
 
-def stage(session: Any) -> ArchiveStage:
+def stage(session: ArchiveHome) -> ArchiveStage:
     """Export and select this device's archive for a push (inactive when the tier is off)."""
     settings = session.settings
     # the namespace is the device id: names are labels and may repeat over time
     result = ArchiveStage(device=session.device_id)
-    if settings.get("sync_sessions") is not True:
+    if not session.core.sync_sessions:
         return result
     if not archive.safe_name(result.device):
         result.notes.append(f"session archive: device id {result.device!r} cannot name an "
