@@ -24,7 +24,14 @@ import pluggy
 
 from roam_core import hookspecs
 from roam_core.errors import PluginError
-from roam_core.types import BackendPlugin, MergeFormat, PluginInfo, ScopeRuleSet, SinkPlugin
+from roam_core.types import (
+    BackendPlugin,
+    MergeFormat,
+    PluginInfo,
+    PluginStatus,
+    ScopeRuleSet,
+    SinkPlugin,
+)
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +56,7 @@ class _Entry:
     name: str
     #: (distribution, version), or a function giving them when first asked for
     origin: Origin | Callable[[], Origin]
-    status: str
+    status: PluginStatus
     summary: str = ""
     error: str = ""
     module: Any = None

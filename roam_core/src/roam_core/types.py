@@ -6,7 +6,7 @@ import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
     from roam_core.deadline import Deadline
@@ -40,6 +40,22 @@ class PluginContext:
 
 
 BackendFactory = Callable[[Mapping[str, Any], PluginContext], "Backend"]
+
+#: A plugin's state in `roam plugins list`: working, failed (with its reason), or switched off.
+PluginStatus = Literal["active", "broken", "disabled"]
+
+
+class MergeFunction(Protocol):
+    """A merge format's merge: `(base, local, remote, *, overwrite_conflicts)` → a merge.
+
+    It returns a `roam_core.merge.EntryMerge`, or None when the bytes are not a valid entry
+    list; anything else is treated as None (the engine checks, it never guesses). Declared
+    as `object` here because the kernel sits below `merge/`.
+    """
+
+    def __call__(self, base: bytes | None, local: bytes, remote: bytes, /, *,
+                 overwrite_conflicts: bool = False) -> object:
+        """Merge the three versions of one file."""
 
 
 @dataclass(frozen=True)
@@ -110,7 +126,7 @@ class MergeFormat:
 
     name: str
     patterns: tuple[str, ...]
-    merge: Callable[..., Any]
+    merge: MergeFunction
     summary: str = ""
 
 
@@ -121,7 +137,7 @@ class PluginInfo:
     name: str
     distribution: str
     version: str
-    status: str
+    status: PluginStatus
     summary: str
     kinds: tuple[str, ...] = ()
     error: str = ""

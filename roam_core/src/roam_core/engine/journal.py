@@ -27,7 +27,7 @@ import stat as stat_module
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from roam_core import libc
 from roam_core.engine.prefetch import Content, Prefetch
@@ -90,12 +90,16 @@ def sha256_file(path: Path) -> str | None:
         return None
 
 
+#: What an op does to its file: write new content, or delete it.
+OpAction = Literal["write", "delete"]
+
+
 @dataclass
 class Op:
     """One planned change of one file."""
 
     rel: str
-    action: str  # "write" or "delete"
+    action: OpAction
     sha256: str | None = None  # of the new content (write)
     mode: int = 0o644
     expect: list[int] | None = None  # stat signature the target had at planning; None = absent
