@@ -81,10 +81,22 @@ REFUSAL_ADVICE = ("Applying a pull from the agent is not allowed here. Ask the u
                   "terminal themselves.")
 
 
-def _dump(document: dict[str, Any]) -> str:
+def _scrubbed(value: Any) -> Any:
+    """`value` with Hermes's redaction applied to every string in it."""
     from roam_core.hermes.host import redact
 
-    return redact(json.dumps(document, sort_keys=True, default=str))
+    if isinstance(value, dict):
+        return {str(key): _scrubbed(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrubbed(item) for item in value]
+    return redact(value) if isinstance(value, str) else value
+
+
+def _dump(document: dict[str, Any]) -> str:
+    # Each string is scrubbed on its own, before it is quoted: run over the JSON text,
+    # Hermes's `NAME_TOKEN=value` mask swallows the closing quote of an excerpt such as
+    # `GITHUB_TOKEN=[REDACTED]` and the model receives broken JSON.
+    return json.dumps(_scrubbed(document), sort_keys=True, default=str)
 
 
 def _home() -> Path:
