@@ -64,7 +64,7 @@ def coverage_line(root: object, profiles: list[tuple[str, bool]]) -> str:
 
 
 def _init(args: argparse.Namespace) -> int:
-    from roam_core.engine.fleet import init
+    from roam_core.engine.init import init
 
     with operation(args, "init") as session:
         result = init(session, create_remote=args.create_remote, name=args.name)
