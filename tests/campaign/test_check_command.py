@@ -115,8 +115,12 @@ def test_a_missing_tree_and_snapshot_are_named(fleet: tuple[Home, Home, Path]) -
         tree.unlink()
     code, report = _check(a)
     assert code == 1
-    assert {p["object"].split()[0] for p in report["problems"]} == {"tree"}
-    assert all("missing" in p["message"] for p in report["problems"])
+    # each tree, and for each generation the folders it can no longer read
+    assert {p["object"].split()[0] for p in report["problems"]} == {"tree", "snapshot"}
+    assert all("missing" in p["message"] for p in report["problems"]
+               if p["object"].startswith("tree"))
+    assert all(" cannot be read (tree " in p["message"] for p in report["problems"]
+               if p["object"].startswith("snapshot"))
 
 
 def test_rolled_back_head_is_below_the_floor(fleet: tuple[Home, Home, Path]) -> None:

@@ -191,3 +191,39 @@ def _send(repo: Repository) -> None:
         head = repo.read_head()
         assert head is not None
         repo.write_head(head, head.version)
+
+
+def test_a_damaged_tree_of_the_current_generation_is_published_again(store: Store,
+                                                                     tmp_path: Path) -> None:
+    """Trees are create-once: the repair publishes this device's generation again as a new
+    one (fresh trees), and names the older generations the damage still affects."""
+    a, b = _hurt_fleet(store, tmp_path, damage, "trees/")
+    assert b.roam("init").code == 0
+    assert b.roam("pull", "--apply").code == 1  # nothing to read from
+    repaired = a.roam("check", "--repair")
+    assert "published generation 2 again as generation 3" in repaired.out, repaired.out
+    assert repaired.code == 1 and "Traceback" not in repaired.err
+    lost = repaired.out.partition("cannot repair")[2]
+    assert "generation 1: the files below '/' cannot be read" in lost, repaired.out
+    assert "generation 2: the files below '/' cannot be read" in lost, repaired.out
+    pulled = b.roam("pull", "--apply")
+    assert pulled.code == 0, pulled.out + pulled.err
+    assert _shared(b) == _shared(a)
+    report = a.roam("check", "--json").json()
+    assert report["head_generation"] == 3
+    # what is left is the older generations' damaged trees, each named
+    problems = report["problems"]
+    assert problems and all(p["object"].startswith(("tree", "snapshot")) for p in problems)
+    assert not any("generation 3" in p["message"] for p in problems), problems
+
+
+def test_a_damaged_snapshot_of_the_current_generation_is_published_again(
+        store: Store, tmp_path: Path) -> None:
+    a, b = _hurt_fleet(store, tmp_path, damage, "snapshots/")
+    checked = a.roam("check")
+    assert checked.code == 1 and "roam check --repair" in checked.out, checked.out
+    repaired = a.roam("check", "--repair")
+    assert "published generation 2 again as generation 3" in repaired.out, repaired.out
+    assert "generation 2: " in repaired.out.partition("cannot repair")[2], repaired.out
+    _joins_and_matches(b, a)
+    assert a.roam("check", "--json").json()["head_generation"] == 3

@@ -48,7 +48,11 @@ def _repair(args: argparse.Namespace) -> int:
               f"from this device's files, {result.trees} tree(s) and {result.snapshots} "
               f"snapshot(s) put back, {result.indexes} index(es) rewritten, "
               f"{result.voided_packs} lost or damaged pack(s) recorded as void")
-    elif result.head is None:
+    if result.republished is not None:
+        print(f"roam: published generation {result.republished - 1} again as generation "
+              f"{result.republished}, with fresh trees (what it used was damaged; trees and "
+              "snapshots are never replaced in place)")
+    elif not result.objects and result.head is None:
         print("roam: nothing this device could repair")
     if remaining.ok:
         print("roam: no problems found")

@@ -114,6 +114,10 @@ class Checker:
         self.bad_indexes: set[str] = set()
         self.missing: set[str] = set()
         self.head_broken = False
+        #: HEAD's generation does not read back (a tree or its snapshot damaged or lost): a
+        #: device that holds it publishes it again (`roam_core.engine.rewrite`)
+        self.head_unreadable = False
+        self._head_generation: int | None = None
 
     def run(self) -> CheckReport:
         report = self.report
@@ -129,7 +133,8 @@ class Checker:
         if report.read_data:
             self._read_data()
         report.repairable = bool(self.broken or self.unlisted or self.bad_indexes
-                                 or self.lost_packs or self.missing or self.head_broken)
+                                 or self.lost_packs or self.missing or self.head_broken
+                                 or self.head_unreadable)
         return report
 
     @property
@@ -155,7 +160,7 @@ class Checker:
             report.add("HEAD", "is missing from the store")
             self.head_broken = True
             return None
-        report.head_generation = head.generation
+        report.head_generation = self._head_generation = head.generation
         if state is not None and state.store and head.store != state.store:
             report.add("HEAD", f"belongs to another fleet ({head.store[:12]}, this device "
                        f"joined {state.store[:12]})")
@@ -194,6 +199,7 @@ class Checker:
             except IntegrityError as error:
                 self.report.add(what, f"generation {expected}: {_reason(error)}; older "
                                 "generations cannot be reached")
+                self.head_unreadable |= expected == self._head_generation
                 self._note_missing(error, snapshot_key(snapshot_id))
                 return
             self.report.snapshots += 1
@@ -271,6 +277,11 @@ class Checker:
                 continue
             parsed = self._parsed(tree_id)
             complete = complete and parsed is not None and tree_id not in self._incomplete
+            if parsed is None:  # which generation loses which folder, for the repair
+                self.report.add(f"snapshot {snapshot_id}", f"generation {generation}: the "
+                                f"files below '{prefix or '/'}' cannot be read (tree "
+                                f"{tree_id[:16]})")
+                self.head_unreadable |= generation == self._head_generation
             for name, found in parsed or ():
                 if isinstance(found, FileEntry):
                     files.append(replace(found, path=prefix + name))

@@ -28,6 +28,7 @@ from typing import BinaryIO
 from roam_core import crypto
 from roam_core.engine.check import Checker, CheckReport
 from roam_core.engine.republish import republish_head
+from roam_core.engine.rewrite import republish_generation
 from roam_core.engine.session import Session
 from roam_core.engine.state import LocalState
 from roam_core.errors import ConflictError, IntegrityError, ObjectExists, RefConflict
@@ -53,6 +54,8 @@ class RepairReport:
     voided_packs: int = 0
     #: The generation HEAD was published at again (None: HEAD was sound).
     head: int | None = None
+    #: The new generation this device's unreadable one was published again as (None: none).
+    republished: int | None = None
     remaining: CheckReport = field(default_factory=CheckReport)
 
     @property
@@ -65,6 +68,7 @@ class RepairReport:
         return {"blobs": self.blobs, "bytes": self.bytes, "trees": self.trees,
                 "snapshots": self.snapshots, "indexes": self.indexes,
                 "voided_packs": self.voided_packs, "head": self.head,
+                "republished": self.republished,
                 "remaining": self.remaining.as_json()}
 
 
@@ -91,6 +95,9 @@ def repair(session: Session, *, read_data: bool = False) -> RepairReport:
         result.voided_packs = len(checker.lost_packs)
     if result.objects:
         _publish(checker.repo)
+    if checker.head_unreadable:
+        result.republished = republish_generation(session, Repository(
+            session.backend, session.keys, None, max_file_size=session.max_file_size), state)
     result.remaining = Checker(session, read_data=read_data).run()
     return result
 

@@ -244,8 +244,12 @@ class Repository:
                 raise IntegrityError(f"integrity error: tree {tree_id} is malformed")
 
     def write_manifest(self, manifest: Manifest, base: Manifest | None = None,
-                       base_folders: Mapping[str, str] | None = None) -> str:
+                       base_folders: Mapping[str, str] | None = None,
+                       note: str | None = None) -> str:
         """Write the trees of `manifest`; return the root id.
+
+        A `note` goes into every tree, so each gets a new name: a repair that cannot replace
+        a damaged tree (objects are create-once) writes fresh ones beside it.
 
         Trees already in `self.seen_trees` (loaded from the base generation) are not written
         again, so an unchanged directory costs nothing in a new generation. Given the base
@@ -268,7 +272,7 @@ class Repository:
                           and not self.backend.capabilities.batched_publish else None)
         folders: dict[str, str] = {}
         try:
-            root_id = self._write_node(root, "", uploads, folders, reuse)
+            root_id = self._write_node(root, "", uploads, folders, reuse, note)
             uploads.wait()
         finally:
             uploads.close()
@@ -277,7 +281,8 @@ class Repository:
         return root_id
 
     def _write_node(self, node: dict[str, Any], path: str, uploads: Uploads,
-                    folders: dict[str, str], reuse: Reuse | None) -> str:
+                    folders: dict[str, str], reuse: Reuse | None,
+                    note: str | None = None) -> str:
         if reuse is not None and reuse.keep(node, path, folders):
             return folders[path]
         entries: dict[str, Any] = {}
@@ -286,10 +291,12 @@ class Repository:
                 entries[name] = {"t": "f", **child.as_json()}
             else:
                 inner = f"{path}/{name}" if path else name
-                entries[name] = {"t": "d",
-                                 "tree": self._write_node(child, inner, uploads, folders, reuse)}
-        tree_id = self._write_json(crypto.KIND_TREE, {"v": 1, "entries": entries}, tree_key,
-                                   uploads)
+                entries[name] = {"t": "d", "tree": self._write_node(child, inner, uploads,
+                                                                    folders, reuse, note)}
+        value: dict[str, Any] = {"v": 1, "entries": entries}
+        if note is not None:
+            value["note"] = note
+        tree_id = self._write_json(crypto.KIND_TREE, value, tree_key, uploads)
         folders[path] = tree_id
         return tree_id
 
