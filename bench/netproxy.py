@@ -31,6 +31,8 @@ from dataclasses import dataclass
 
 #: Bytes read from a socket at once.
 READ_SIZE = 256 * 1024
+#: Leading body bytes kept per request: enough to tell git's `command=ls-refs` from `fetch`.
+BODY_HEAD = 64
 
 
 @dataclass
@@ -42,6 +44,7 @@ class Request:
     target: str
     body: int = 0
     expect_continue: bool = False
+    body_head: bytes = b""  # the body's first BODY_HEAD bytes
     status: int = 0
     started: float = 0.0
     ended: float | None = None
@@ -86,6 +89,14 @@ class _Parser:
         self.chunked = False
         self.chunk_left = -1  # -1: a chunk-size line is next
         self.trailers = False
+        self.body_head = b""  # the current message's first body bytes
+
+    def _take(self, used: int) -> None:
+        """Consume `used` body bytes from the buffer, keeping the first few."""
+        if len(self.body_head) < BODY_HEAD:
+            self.body_head += self.buffer[:min(used, BODY_HEAD - len(self.body_head))]
+        self.buffer = self.buffer[used:]
+        self._body += used
 
     def feed(self, data: bytes) -> Iterator[tuple[str, object]]:
         """Yield ("head", (first line, headers)) and ("end", body size) as they complete."""
@@ -94,8 +105,7 @@ class _Parser:
             if self.body_left:
                 used = min(self.body_left, len(self.buffer))
                 self.body_left -= used
-                self.buffer = self.buffer[used:]
-                self._body += used
+                self._take(used)
                 if self.body_left:
                     return
                 yield "end", self._body
@@ -115,6 +125,7 @@ class _Parser:
                 name, _, value = line.partition(":")
                 headers[name.strip().lower()] = value.strip()
             self._body = 0
+            self.body_head = b""
             yield "head", (lines[0], headers)
 
     def expect_body(self, headers: dict[str, str], has_body: bool = True) -> bool:
@@ -149,13 +160,16 @@ class _Parser:
                     self.trailers = True
                     continue
                 self.chunk_left = size + 2  # the chunk and its CRLF
-            used = min(self.chunk_left, len(self.buffer))
+            used = min(self.chunk_left, len(self.buffer), max(self.chunk_left - 2, 0))
             self.chunk_left -= used
-            self._body += used
-            self.buffer = self.buffer[used:]
+            self._take(used)
+            if self.chunk_left > 2:
+                return False
+            crlf = min(self.chunk_left, len(self.buffer))  # the chunk's CRLF, not body
+            self.chunk_left -= crlf
+            self.buffer = self.buffer[crlf:]
             if self.chunk_left:
                 return False
-            self._body -= 2
             self.chunk_left = -1
 
     _body = 0
@@ -172,6 +186,7 @@ class LatencyProxy:
         self._lock = threading.Lock()
         self._log: list[Request] = []
         self._ids = itertools.count(1)
+        self._log_sent: dict[int, Request | None] = {}  # per connection: whose body is coming
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._server: asyncio.base_events.Server | None = None
@@ -256,6 +271,8 @@ class LatencyProxy:
                   data: bytes, now: float) -> None:
         for event, value in parser.feed(data):
             if event != "head":
+                if self._log_sent.get(connection) is not None:
+                    self._log_sent[connection].body_head = parser.body_head  # type: ignore[union-attr]
                 continue
             line, headers = value  # type: ignore[misc]
             method, _, rest = line.partition(" ")
@@ -263,7 +280,9 @@ class LatencyProxy:
                               int(headers.get("content-length", "0") or 0),
                               headers.get("expect", "").lower() == "100-continue",
                               started=now)
-            parser.expect_body(headers)
+            self._log_sent[connection] = request
+            if not parser.expect_body(headers):
+                self._log_sent[connection] = None
             pending.append(request)
             with self._lock:
                 self._log.append(request)
