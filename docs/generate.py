@@ -32,6 +32,8 @@ from roam_core.settings import CORE_HELP as CORE_SETTINGS  # noqa: E402
 SECRETS = {
     "ROAM_ARCHIVE_KEY": ("core", "the fleet's 32-byte archive key (64 hex characters or "
                                  "base64); required"),
+    "ROAM_NEW_ARCHIVE_KEY": ("core", "`roam key rotate` only: the key to rotate the store to "
+                                     "(or `--generate` makes one)"),
     "ROAM_S3_ACCESS_KEY_ID": ("backend s3", "access key id; unset (with the secret) to use "
                                             "the usual AWS credential chain"),
     "ROAM_S3_SECRET_ACCESS_KEY": ("backend s3", "secret access key"),

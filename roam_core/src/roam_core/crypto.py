@@ -43,8 +43,12 @@ KIND_FORGET = b"F"
 KIND_MARK = b"M"
 #: The LEASE ref (sealed under the HEAD sub-key, like HEAD): who may delete objects now.
 KIND_LEASE = b"L"
+#: A key rotation's journal record, sealed under the NEW key (`roam key rotate`).
+KIND_ROTATION = b"R"
+#: The one record a rotation leaves under the OLD key: rotated when, by whom, nothing else.
+KIND_TOMBSTONE = b"X"
 KINDS = {KIND_BLOB, KIND_TREE, KIND_SNAPSHOT, KIND_INDEX, KIND_HEAD, KIND_VOID, KIND_FORGET,
-         KIND_MARK, KIND_LEASE}
+         KIND_MARK, KIND_LEASE, KIND_ROTATION, KIND_TOMBSTONE}
 
 _HEX = re.compile(r"^[0-9a-fA-F]{64}$")
 
@@ -104,6 +108,11 @@ class Keys:
             head=hkdf(archive_key, b"roam/v1/head-authentication"),
             naming=hkdf(archive_key, b"roam/v1/object-naming"),
         )
+
+    @property
+    def fingerprint(self) -> str:
+        """16 hex digits naming this key (an HKDF output of its own: reveals nothing of it)."""
+        return hmac.new(self.naming, b"roam/v1/fingerprint", hashlib.sha256).hexdigest()[:16]
 
     def name(self, kind: bytes, digest: bytes) -> str:
         """The object id for content whose SHA-256 is `digest` (keyed, so it reveals nothing)."""

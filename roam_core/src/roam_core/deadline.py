@@ -13,10 +13,11 @@ from roam_core.errors import DeadlineExceeded
 #: Budgets in seconds, from the design: long transfers vs. quick looks at the remote.
 #: A transfer's is its base: with `operation_timeout_seconds` unset it grows with the work.
 BUDGETS = {"push": 3600.0, "pull": 3600.0, "restore": 3600.0, "status": 60.0, "doctor": 60.0,
-           "diff": 60.0, "check": 3600.0, "init": 120.0, "prune": 3600.0, "default": 60.0}
+           "diff": 60.0, "check": 3600.0, "init": 120.0, "prune": 3600.0, "key rotate": 3600.0,
+           "default": 60.0}
 
 #: Transfers whose budget is the `operation_timeout_seconds` setting when it is given.
-LONG_OPERATIONS = frozenset({"push", "pull", "restore", "check", "prune"})
+LONG_OPERATIONS = frozenset({"push", "pull", "restore", "check", "prune", "key rotate"})
 
 #: An unreachable remote should fail within about this many seconds.
 CONNECT_BUDGET = 15.0

@@ -15,7 +15,7 @@ GROUPS = (
     ("set up", ("init", "config", "rules", "auto", "demo", "completion")),
     ("sync", ("status", "push", "pull", "diff", "restore")),
     ("history", ("history", "devices", "sessions", "backups", "stats")),
-    ("managing the store", ("forget", "prune")),
+    ("managing the store", ("forget", "prune", "key")),
     ("diagnostics", ("doctor", "check")),
     ("plugins", ("plugins", "backends", "sinks", "mirror")),
 )
@@ -32,6 +32,8 @@ EXAMPLES = {
     ("forget",): ["roam forget --keep-last 5", "roam forget --keep-daily 14 --keep-monthly 12 "
                   "--apply", "roam forget --keep-within 30d --json"],
     ("prune",): ["roam prune", "roam prune --apply"],
+    ("key", "rotate"): ["roam key rotate   # to the key in ROAM_NEW_ARCHIVE_KEY",
+                       "roam key rotate --generate"],
     ("config", "set"): ["roam config set backend s3", "roam config set max_file_mb 200"],
     ("config", "list"): ["roam config list", "roam config list --json"],
     ("config", "unset"): ["roam config unset backup_keep"],

@@ -9,6 +9,7 @@ from roam_core import __version__
 from roam_core.engine import roster as roster_module
 from roam_core.engine.check import lost_head_error
 from roam_core.engine.push import now_iso
+from roam_core.engine.rekeyed import note_key
 from roam_core.engine.remote import refuse_rollback
 from roam_core.engine.session import Session, hermes_version
 from roam_core.engine.state import LocalState, raise_floor, save_state
@@ -67,6 +68,7 @@ def init(session: Session, *, create_remote: bool = False, name: str | None = No
         state.generation = head.generation
         state.snapshot = head.snapshot
     save_state(session.state_dir, state)
+    note_key(session.state_dir, head.store, session.keys)
     raise_floor(session.state_dir, head.store, identity, head.generation if founded else 0)
     return InitResult(founded, head.generation, identity, state.device, device_id=device_id)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from roam_core.engine import hermes_guard
+from roam_core.engine import hermes_guard, rekeyed
 from roam_core.engine import remote as remote_module
 from roam_core.engine.backups import unpushed_paths
 from roam_core.engine.journal import Install, prune_backups
@@ -40,6 +40,7 @@ def pull(session: Session, *, apply: bool = False, overwrite_conflicts: bool = F
     """
     state = session.require_state()
     view = remote_module.require_remote(session, state)
+    rekeyed.adopt(session, state, view)  # after a key rotation: the base's new blob names
     planner = Planner(session, state, view, overwrite_conflicts=overwrite_conflicts, only=only,
                       cron_only=cron_only)
     plan = planner.build()

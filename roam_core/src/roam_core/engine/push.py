@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from roam_core import __version__
-from roam_core.engine import force_guard, inventory
+from roam_core.engine import force_guard, inventory, rekeyed
 from roam_core.engine import lease as lease_module
 from roam_core.engine import remote as remote_module
 from roam_core.engine import roster as roster_module
@@ -108,6 +108,7 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
     started = time.monotonic()
     state = session.require_state()
     view = remote_module.require_remote(session, state)
+    rekeyed.adopt(session, state, view)  # after a key rotation: the base's new blob names
     behind = view.head.generation != state.generation
     if behind and not force:
         raise remote_module.behind_error()

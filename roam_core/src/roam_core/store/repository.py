@@ -42,6 +42,7 @@ from roam_core.store.objects import (
     void_key,
 )
 from roam_core.store.parallel import ParallelReads, read_workers
+from roam_core.store.rotation import read_tombstone, rekeyed_store, rotated_message
 from roam_core.store.spans import SPAN_WORKERS, Span, SpanReader, plan_spans
 from roam_core.store.tree_reuse import Reuse, changed_folders
 from roam_core.store.uploads import Uploads, put_once
@@ -86,6 +87,9 @@ class Repository:
             plain = crypto.open_sealed(self.keys.head, crypto.KIND_HEAD, HEAD_REF, raw, "HEAD")
         except IntegrityError as error:
             if "failed authentication" in str(error):
+                rotated = read_tombstone(self.backend, self.keys)
+                if rotated is not None:
+                    raise ArchiveKeyError(rotated_message(*rotated)) from None
                 raise ArchiveKeyError(
                     "the archive key cannot open this store's HEAD (wrong ROAM_ARCHIVE_KEY, "
                     "or HEAD was damaged or tampered with: with the right key, roam check "
@@ -468,9 +472,9 @@ class Repository:
         known = {index_id: refs for index_id, refs in known.items() if index_id in listed}
         missing = sorted(listed - known.keys())
         with ParallelReads(read_workers(self.backend)) as reads:
-            loaded = reads.map(self.load_index, missing)
+            loaded = reads.map(self._index_or_foreign, missing)
         added = {index_id: [list(ref) for ref in refs]
-                 for index_id, refs in zip(missing, loaded, strict=True)}
+                 for index_id, refs in zip(missing, loaded, strict=True) if refs is not None}
         known.update(added)
         if cache is not None and (stale or added):
             lines = (known if stale else added).items()
@@ -478,6 +482,20 @@ class Repository:
                 write_known(cache, [json.dumps([index_id, refs]) for index_id, refs in lines],
                              append=not stale)
         return known
+
+    def _index_or_foreign(self, index_id: str) -> list[BlobRef] | None:
+        """An index's blobs; None for one sealed under the other key of a key rotation.
+
+        While a rotation runs (and after one, for what an old-key push left behind) the
+        store holds indexes of two keys: the other key's are not this device's to count on,
+        nor an error. Outside a rotated store, failing authentication stays an error.
+        """
+        try:
+            return self.load_index(index_id)
+        except IntegrityError as error:
+            if "failed authentication" not in str(error) or not rekeyed_store(self.backend):
+                raise
+            return None
 
     def load_index(self, index_id: str) -> list[BlobRef]:
         """The blobs one pack holds, from the pack's sealed index object."""

@@ -1,0 +1,507 @@
+"""`roam key rotate`: move the whole store, history included, to a new archive key.
+
+Every name in the store is a keyed hash, so a new key renames everything: blobs are read
+pack by pack, re-sealed under the new key into new packs (a blob stored once stays stored
+once), then every generation's trees and snapshot are written again pointing at the new
+names, oldest first, keeping its number, device, time and roster. Then HEAD is published
+under the new key at the same generation and store id (so every device's floor and merge
+base stay valid), and everything the old key opened is deleted, but for one tombstone that
+tells old-key devices what happened (see `roam_core.store.rotation`).
+
+Each step is recorded in a journal sealed under the new key before the next starts, so a
+kill at any point loses nothing and a rerun with the same two keys continues: until HEAD
+moves, the old store is untouched and complete; after, the journal lists what is left to
+delete. An invocation stops between steps when the operation's deadline comes near, and
+says to run it again. HEAD is swapped by compare-and-swap: a device still pushing under
+the old key meanwhile makes the swap fail, and the rotation re-seals what it added first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets as random_tokens
+import threading
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from roam_core import crypto
+from roam_core import deadline as deadline_module
+from roam_core.engine import rekeyed
+from roam_core.engine import remote as remote_module
+from roam_core.engine.journal import kill_point
+from roam_core.engine.progress import ProgressSink
+from roam_core.engine.push import now_iso
+from roam_core.engine.session import Session
+from roam_core.engine.state import LocalState, save_state
+from roam_core.errors import ArchiveKeyError, IntegrityError, RefConflict, UserError
+from roam_core.storage import Backend
+from roam_core.store import rotation
+from roam_core.store.manifest import BlobRef, FileEntry, Manifest
+from roam_core.store.objects import PACK_TARGET, Head
+from roam_core.store.packer import Packer
+from roam_core.store.repository import Repository
+from roam_core.store.rotation import journal_prefix, read_record, write_record
+
+#: Object prefixes this roam knows how to rotate (or leave, for rotation's own records);
+#: a store holding anything else is refused before any work, never half re-keyed.
+KNOWN_PREFIXES = ("packs/", "index/", "trees/", "snapshots/", "voids/",
+                  rotation.ROTATION_PREFIX, rotation.TOMBSTONE_PREFIX)
+#: Old indexes re-sealed per journal record, at most.
+BATCH_INDEXES = 256
+#: Keys per `doomed` record (and per delete call).
+DOOMED_PER_RECORD = 2000
+#: Attempts at publishing HEAD while old-key devices keep pushing.
+PUBLISH_ATTEMPTS = 3
+
+
+class Paused(Exception):
+    """The deadline is near: stop between steps; a rerun continues."""
+
+
+@dataclass
+class RotateResult:
+    """What one `roam key rotate` did."""
+
+    complete: bool = False
+    generation: int | None = None
+    indexes: int = 0
+    blobs: int = 0
+    bytes: int = 0
+    snapshots: int = 0
+    deleted: int = 0
+    resumed: bool = False
+    already: bool = False
+    unreadable_blobs: int = 0
+    fingerprint: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, object]:
+        return {"complete": self.complete, "generation": self.generation,
+                "indexes_resealed": self.indexes, "blobs_resealed": self.blobs,
+                "bytes_resealed": self.bytes, "snapshots_resealed": self.snapshots,
+                "objects_deleted": self.deleted, "resumed": self.resumed,
+                "already_rotated": self.already, "unreadable_blobs": self.unreadable_blobs,
+                "new_key_fingerprint": self.fingerprint, "notes": self.notes}
+
+
+class Recording(Backend):
+    """The backend, noting every key written through it (the rotation's own objects)."""
+
+    def __init__(self, inner: Backend) -> None:
+        self.inner = inner
+        self.capabilities = inner.capabilities
+        self._lock = threading.Lock()
+        self._wrote: set[str] = set()
+
+    def take(self) -> list[str]:
+        """The keys written since the last call."""
+        with self._lock:
+            found, self._wrote = sorted(self._wrote), set()
+        return found
+
+    def put_new(self, key: str, data: bytes) -> None:
+        with self._lock:  # noted first: an existing object (a rerun) is the rotation's too
+            self._wrote.add(key)
+        self.inner.put_new(key, data)
+
+    def get(self, key: str, offset: int = 0, length: int | None = None) -> bytes:
+        return self.inner.get(key, offset, length)
+
+    def list(self, prefix: str = "") -> Iterator[str]:
+        return self.inner.list(prefix)
+
+    def read_ref(self, name: str) -> tuple[bytes, str] | None:
+        return self.inner.read_ref(name)
+
+    def swap_ref(self, name: str, data: bytes, expected_version: str | None) -> str:
+        return self.inner.swap_ref(name, data, expected_version)
+
+    def identity(self) -> str:
+        return self.inner.identity()
+
+    def flush(self) -> None:
+        self.inner.flush()
+
+    def exists(self, key: str) -> bool:
+        return self.inner.exists(key)
+
+
+@dataclass
+class Journal:
+    """What earlier invocations of this rotation did, from its records in the store."""
+
+    records: list[str] = field(default_factory=list)
+    started: dict[str, object] | None = None
+    indexes: set[str] = field(default_factory=set)
+    blobs: dict[str, BlobRef] = field(default_factory=dict)
+    snapshots: dict[str, str] = field(default_factory=dict)
+    wrote: set[str] = field(default_factory=set)
+    publishes: dict[str, dict[str, object]] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, backend: Backend, new_keys: crypto.Keys) -> Journal:
+        journal = cls()
+        prefix = journal_prefix(new_keys)
+        for key in sorted(backend.list(prefix)):
+            journal.records.append(key)
+            name = key[len(prefix):]
+            if name.startswith("doomed-"):
+                continue  # read only when deleting
+            record = read_record(backend, new_keys, key)
+            journal.wrote.update(str(item) for item in record.get("wrote", []))
+            if name == rotation.STARTED:
+                journal.started = record
+            elif name.startswith("blobs-"):
+                journal.indexes.update(record["indexes"])
+                journal.blobs.update({old: tuple(ref)  # type: ignore[misc]
+                                      for old, ref in record["map"].items()})
+            elif name.startswith("snapshot-"):
+                journal.snapshots[str(record["old"])] = str(record["new"])
+            elif name.startswith("publish-"):
+                journal.publishes[name[len("publish-"):]] = record
+        return journal
+
+
+class Rotation:
+    """One invocation of a rotation from the session's key to `new_keys`."""
+
+    def __init__(self, session: Session, new_keys: crypto.Keys,
+                 progress: ProgressSink | None = None) -> None:
+        self.session = session
+        self.backend = session.backend
+        self.old = session.repo
+        self.new_keys = new_keys
+        self.recording = Recording(session.backend)
+        self.new = Repository(self.recording, new_keys, None,
+                              max_file_size=session.max_file_size)
+        self.progress = progress
+        self.result = RotateResult(fingerprint=new_keys.fingerprint)
+        self.journal = Journal()
+        budget = session.deadline.budget or 900.0
+        #: stop between steps with this much of the budget left
+        self.margin = min(120.0, budget / 4)
+
+    # -- the whole rotation ----------------------------------------------------------------
+
+    def run(self, state: LocalState) -> RotateResult:
+        old_fp, new_fp = self.session.keys.fingerprint, self.new_keys.fingerprint
+        if old_fp == new_fp:
+            raise UserError("the new key is the key the store already uses; give another one")
+        self._refuse_other_rotation()
+        self.journal = Journal.load(self.backend, self.new_keys)
+        self.result.resumed = bool(self.journal.records)
+        try:
+            published = self._published_head()
+            if published is None:
+                head = self._before_publish(state)
+            else:
+                head = published
+            self.result.generation = head.generation
+            self._sweep(head)
+        except Paused:
+            return self.result
+        self.result.complete = True
+        return self.result
+
+    def _refuse_other_rotation(self) -> None:
+        mine = journal_prefix(self.new_keys)
+        for key in self.backend.list(rotation.ROTATION_PREFIX):
+            if not key.startswith(mine):
+                other = key[len(rotation.ROTATION_PREFIX):].partition("/")[0]
+                raise UserError(
+                    f"a rotation to another key (fingerprint {other}) is in progress in this "
+                    "store; run roam key rotate again with that key in ROAM_NEW_ARCHIVE_KEY "
+                    "to finish it")
+
+    def _published_head(self) -> Head | None:
+        """HEAD when it already opens under the new key (this rotation got that far)."""
+        try:
+            head = self.new.read_head()
+        except ArchiveKeyError:
+            return None
+        if head is None:
+            raise UserError("the store has no HEAD; nothing to rotate")
+        if not self.journal.records:
+            self.result.already = True
+        return head
+
+    @staticmethod
+    def _remaining() -> float | None:
+        current = deadline_module.current()
+        return None if current is None else current.remaining()
+
+    def _check_time(self) -> None:
+        remaining = self._remaining()
+        if remaining is not None and remaining < self.margin:
+            self.result.notes.append("paused before the operation's deadline; run roam key "
+                                     "rotate again (same keys) to continue where it stopped")
+            raise Paused
+
+    # -- before HEAD moves: the old store stays whole ------------------------------------------
+
+    def _before_publish(self, state: LocalState) -> Head:
+        self._refuse_unknown_objects()
+        head = remote_module.read_verified_head(self.session, state)
+        if head is None:
+            raise UserError("the store has no HEAD; nothing to rotate")
+        started = self.journal.started
+        if started is None:
+            write_record(self.backend, self.new_keys, rotation.STARTED,
+                         {"from": self.session.keys.fingerprint, "device": state.device,
+                          "started": now_iso(), "store": head.store})
+        elif started.get("from") != self.session.keys.fingerprint:
+            raise UserError("this rotation was started from another key than ROAM_ARCHIVE_KEY "
+                            f"(fingerprint {started.get('from')}); set that one to continue")
+        for _attempt in range(PUBLISH_ATTEMPTS):
+            self._reseal_blobs()
+            self._reseal_snapshots()
+            published = self._publish(state, head)
+            if published is not None:
+                return published
+            # an old-key device pushed meanwhile: re-seal what it added, then try again
+            head = remote_module.read_verified_head(self.session, state)
+            assert head is not None
+        raise UserError("devices kept pushing under the old key while the rotation tried to "
+                        "publish; run roam key rotate again (nothing was lost)")
+
+    def _refuse_unknown_objects(self) -> None:
+        for key in self.backend.list(""):
+            if not key.startswith(KNOWN_PREFIXES):
+                raise UserError(f"the store holds {key}, a kind of object this roam cannot "
+                                "re-key; upgrade roam before rotating the key")
+
+    def _reseal_blobs(self) -> None:
+        """Every blob of every live index, re-sealed into new packs, a batch per record."""
+        journal = self.journal
+        void_packs, void_indexes = self.old.voided()
+        batch: list[str] = []
+        refs: list[BlobRef] = []
+        queued: set[str] = set()
+        size = 0
+        for key in sorted(self.backend.list("index/")):
+            index_id = key.rpartition("/")[2]
+            if index_id in journal.indexes or key in journal.wrote or index_id in void_indexes:
+                continue
+            try:
+                found = self.old.load_index(index_id)
+            except IntegrityError:
+                if self._opens_new(index_id):
+                    continue  # written by an interrupted run of this rotation, never recorded
+                raise UserError(f"index {index_id} opens under neither key; run roam check "
+                                "--repair first, then roam key rotate again") from None
+            batch.append(index_id)
+            for ref in found:
+                if ref[1] not in void_packs and ref[0] not in journal.blobs \
+                        and ref[0] not in queued:
+                    queued.add(ref[0])
+                    refs.append(ref)
+                    size += ref[3]
+            if size >= PACK_TARGET or len(batch) >= BATCH_INDEXES:
+                self._reseal_batch(batch, refs)
+                batch, refs, queued, size = [], [], set(), 0
+        if batch:
+            self._reseal_batch(batch, refs)
+
+    def _opens_new(self, index_id: str) -> bool:
+        try:
+            self.new.load_index(index_id)
+        except IntegrityError:
+            return False
+        return True
+
+    def _reseal_batch(self, batch: list[str], refs: list[BlobRef]) -> None:
+        self._check_time()
+        packer = Packer(self.new, {})
+        old_ids: list[str] = []
+        new_ids: list[str] = []
+        if self.progress is not None:
+            self.progress.begin(len(batch), sum(ref[3] for ref in refs))
+        for ref, item in zip(refs, self.old.read_blobs(refs, tolerant=True), strict=True):
+            if isinstance(item, IntegrityError):
+                # lost or damaged: a generation that needs it is refused below, by name
+                self.result.unreadable_blobs += 1
+                continue
+            data, digest = item
+            old_ids.append(ref[0])
+            new_ids.append(packer.add_chunk(data, digest))
+            self.result.bytes += len(data)
+            if self.progress is not None:
+                self.progress.advance(ref[3])
+        packer.finish()
+        kill_point("rotate:packs")
+        moved = dict(zip(old_ids, packer.refs(tuple(new_ids)), strict=True))
+        write_record(self.backend, self.new_keys, f"blobs-{batch[0]}",
+                     {"indexes": batch, "map": {old: list(ref) for old, ref in moved.items()},
+                      "wrote": self._wrote()})
+        self.journal.indexes.update(batch)
+        self.journal.blobs.update(moved)
+        self.result.indexes += len(batch)
+        self.result.blobs += len(moved)
+        if self.progress is not None:
+            self.progress.advance(0, files=len(batch))
+        kill_point("rotate:blobs")
+
+    def _reseal_snapshots(self) -> None:
+        """Every generation's trees and snapshot, oldest first, one record each."""
+        journal = self.journal
+        todo: list[tuple[int, str]] = []
+        for key in self.backend.list("snapshots/"):
+            snapshot_id = key.rpartition("/")[2]
+            if snapshot_id in journal.snapshots or key in journal.wrote:
+                continue
+            try:
+                todo.append((self.old.load_snapshot(snapshot_id).generation, snapshot_id))
+            except IntegrityError:
+                try:
+                    self.new.load_snapshot(snapshot_id)
+                except IntegrityError:
+                    raise UserError(f"snapshot {snapshot_id} opens under neither key; run "
+                                    "roam check --repair first, then roam key rotate "
+                                    "again") from None
+        previous: tuple[str, Manifest, str] | None = None  # (old id, new manifest, new root)
+        for _generation, snapshot_id in sorted(todo):
+            self._check_time()
+            snapshot = self.old.load_snapshot(snapshot_id)
+            manifest = self._moved(self.old.load_manifest(snapshot.root), snapshot.generation)
+            base = base_folders = None
+            if previous is not None and previous[0] == snapshot.parent:
+                base, base_folders = previous[1], self.new.folders.get(previous[2])
+            root = self.new.write_manifest(manifest, base, base_folders)
+            parent = snapshot.parent
+            rotated = dataclasses.replace(snapshot, root=root,
+                                          parent=journal.snapshots.get(parent, parent)
+                                          if parent else None)
+            new_id = self.new.write_snapshot(rotated)
+            kill_point("rotate:snapshot")
+            write_record(self.backend, self.new_keys, f"snapshot-{snapshot_id}",
+                         {"old": snapshot_id, "new": new_id, "wrote": self._wrote()})
+            journal.snapshots[snapshot_id] = new_id
+            self.result.snapshots += 1
+            # only the last generation's folders are needed (the next one's base)
+            self.old.folders.clear()
+            self.new.folders = {root: self.new.folders.get(root, {})}
+            previous = (snapshot_id, manifest, root)
+
+    def _wrote(self) -> list[str]:
+        """The keys written since the last record: kept by the sweep, named in the record."""
+        wrote = self.recording.take()
+        self.journal.wrote.update(wrote)
+        return wrote
+
+    def _moved(self, manifest: Manifest, generation: int) -> Manifest:
+        blobs = self.journal.blobs
+        moved: Manifest = {}
+        for path, entry in manifest.items():
+            missing = [ref[0] for ref in entry.blobs if ref[0] not in blobs]
+            if missing:
+                raise UserError(
+                    f"generation {generation}: {path} needs a blob the store has lost "
+                    f"({missing[0][:16]}); run roam check --repair first, then roam key "
+                    "rotate again")
+            moved[path] = FileEntry(path, entry.size, entry.mode, entry.sha256, entry.scope,
+                                    tuple(blobs[ref[0]] for ref in entry.blobs))
+        return moved
+
+    def _publish(self, state: LocalState, head: Head) -> Head | None:
+        """List what the old key opens, leave the tombstone, swap HEAD (None: it moved)."""
+        new_snapshot = self.journal.snapshots.get(head.snapshot)
+        if new_snapshot is None:
+            return None
+        self._check_time()
+        keep = self.journal.wrote
+        token = random_tokens.token_hex(8)
+        doomed = (key for key in self.backend.list("")
+                  if key not in keep and not key.startswith((rotation.ROTATION_PREFIX,
+                                                             rotation.TOMBSTONE_PREFIX)))
+        count = 0
+        for number, chunk in enumerate(_chunks(doomed, DOOMED_PER_RECORD)):
+            write_record(self.backend, self.new_keys, f"doomed-{token}-{number:06d}",
+                         {"keys": chunk})
+            count += len(chunk)
+        when = now_iso()
+        write_record(self.backend, self.new_keys, f"publish-{token}",
+                     {"generation": head.generation, "snapshot": new_snapshot,
+                      "doomed": count})
+        self.journal.publishes[token] = {"generation": head.generation,
+                                         "snapshot": new_snapshot}
+        rotation.write_tombstone(self.backend, self.session.keys, when, state.device)
+        kill_point("rotate:doomed")
+        rotated = Head(head.generation, new_snapshot, head.store, state.device, when)
+        try:
+            version = self.new.write_head(rotated, head.version)
+        except RefConflict:
+            return None
+        kill_point("rotate:head")
+        return dataclasses.replace(rotated, version=version)
+
+    # -- after HEAD moved: delete what the old key opens ---------------------------------------
+
+    def _sweep(self, head: Head) -> None:
+        if self.result.already:
+            self._adopt_here(head)
+            return
+        token = self._winning_publish(head)
+        prefix = journal_prefix(self.new_keys)
+        self._adopt_here(head)
+        if token is not None:
+            for key in sorted(self.backend.list(f"{prefix}doomed-{token}-")):
+                self._check_time()
+                keys = [str(item) for item in read_record(self.backend, self.new_keys,
+                                                          key)["keys"]]
+                self.backend.delete(keys)
+                self.result.deleted += len(keys)
+                kill_point("rotate:sweep")
+                self.backend.delete([key])
+        # the journal last, its start record very last: a rerun finds a finished rotation
+        records = sorted(self.backend.list(prefix))
+        start = prefix + rotation.STARTED
+        self.backend.delete([key for key in records if key != start])
+        self.backend.delete([start])
+
+    def _winning_publish(self, head: Head) -> str | None:
+        """Which publish attempt's HEAD is on the store's chain (its doomed list is the one)."""
+        publishes = self.journal.publishes
+        if not publishes:
+            return None
+        lowest = min(int(str(record["generation"])) for record in publishes.values())
+        snapshot_id, generation = head.snapshot, head.generation
+        while True:
+            for token, record in publishes.items():
+                if record["snapshot"] == snapshot_id:
+                    return token
+            if generation <= lowest:
+                return None
+            snapshot = self.new.load_snapshot(snapshot_id)
+            if not snapshot.parent:
+                return None
+            snapshot_id, generation = snapshot.parent, snapshot.generation - 1
+
+    def _adopt_here(self, head: Head) -> None:
+        """This device's own base, re-pointed at the new names (as other devices do later)."""
+        state = self.session.require_state()
+        view = remote_module.RemoteView(head, self.new.load_snapshot(head.snapshot), self.new)
+        rekeyed.rebase(state, self.new, view)
+        save_state(self.session.state_dir, state)
+        rekeyed.note_key(self.session.state_dir, state.store, self.new_keys)
+
+
+def _chunks(items: Iterable[str], size: int) -> Iterator[list[str]]:
+    chunk: list[str] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def rotate(session: Session, new_key: bytes, progress: ProgressSink | None = None
+           ) -> RotateResult:
+    """Rotate the store to `new_key` (resumable: rerun with the same keys to continue)."""
+    state = session.require_state()
+    if not session.backend.capabilities.deletes:
+        raise UserError(f"the {session.settings.get('backend') or 'local'} backend cannot "
+                        "delete objects, so roam key rotate could not remove what the old "
+                        "key opens; nothing was changed")
+    return Rotation(session, crypto.Keys.derive(new_key), progress).run(state)
