@@ -240,3 +240,18 @@ def test_bad_new_keys_are_one_line_errors(fleet: tuple[Home, Home]) -> None:
     assert code == 1 and "ROAM_NEW_ARCHIVE_KEY" in err and "Traceback" not in err
     code, _out, err = _rotate(a, a.store.key)
     assert code == 1 and "already uses" in err
+
+
+def test_rotation_waits_for_a_prune_holding_the_lease(fleet: tuple[Home, Home],
+                                                      tmp_path: Path) -> None:
+    """One deleter at a time: a rotation refuses (exit 2) while another device holds LEASE."""
+    from roam_core.engine import lease as lease_module
+
+    a, _b = fleet
+    with _backend(a, tmp_path / "prune") as repo:
+        held = lease_module.acquire(repo, "someone-else", "laptop", "prune")
+        code, _out, err = _rotate(a, new_key())
+        assert code == 2 and "laptop holds the store's lease for prune" in err, err
+        held.release()
+    code, out, err = _rotate(a, new_key())
+    assert code == 0, out + err

@@ -135,6 +135,31 @@ class Lease:
                            expires=0.0))
 
 
+def reseal(old: Repository, new: Repository) -> None:
+    """Seal LEASE again under `new`'s key, as `old`'s key left it but with no marks.
+
+    For `roam key rotate`, right after HEAD moved to the new key: every object a mark names
+    is sealed under the old key and deleted by the rotation itself. Nothing to do when
+    LEASE already opens under the new key, or the store never had one.
+    """
+    for _attempt in range(SWAP_ATTEMPTS):
+        try:
+            read_lease(new)
+            return
+        except IntegrityError:
+            pass
+        current = read_lease(old)
+        if current.version is None:
+            return
+        try:
+            _write(new, replace(current, marks=()), current.version)
+            return
+        except RefConflict:
+            continue  # the branch moved (git) or the holder renewed: look again
+    raise LeaseHeld("the store's lease kept changing while it was sealed under the new key; "
+                    "run the command again")
+
+
 def acquire(repo: Repository, device_id: str, name: str, purpose: str,
             seconds: float = LEASE_SECONDS) -> Lease:
     """Take the lease for `purpose`; `LeaseHeld` (exit 2) when another device holds it."""

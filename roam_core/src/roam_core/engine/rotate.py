@@ -18,14 +18,17 @@ the old key meanwhile makes the swap fail, and the rotation re-seals what it add
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import secrets as random_tokens
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from roam_core import crypto
 from roam_core import deadline as deadline_module
+from roam_core.engine import lease as lease_module
 from roam_core.engine import rekeyed
 from roam_core.engine import remote as remote_module
 from roam_core.engine.journal import kill_point
@@ -44,7 +47,7 @@ from roam_core.store.rotation import journal_prefix, read_record, write_record
 
 #: Object prefixes this roam knows how to rotate (or leave, for rotation's own records);
 #: a store holding anything else is refused before any work, never half re-keyed.
-KNOWN_PREFIXES = ("packs/", "index/", "trees/", "snapshots/", "voids/",
+KNOWN_PREFIXES = ("packs/", "index/", "trees/", "snapshots/", "voids/", "marks/",
                   rotation.ROTATION_PREFIX, rotation.TOMBSTONE_PREFIX)
 #: Old indexes re-sealed per journal record, at most.
 BATCH_INDEXES = 256
@@ -177,6 +180,8 @@ class Rotation:
         self.progress = progress
         self.result = RotateResult(fingerprint=new_keys.fingerprint)
         self.journal = Journal()
+        self.lease: lease_module.Lease | None = None
+        self._renewed = time.monotonic()
         budget = session.deadline.budget or 900.0
         #: stop between steps with this much of the budget left
         self.margin = min(120.0, budget / 4)
@@ -193,13 +198,23 @@ class Rotation:
         try:
             published = self._published_head()
             if published is None:
+                # one deleter at a time: a prune never runs beside a rotation
+                self.lease = lease_module.acquire(self.old, state.id, state.device,
+                                                  "key rotation")
                 head = self._before_publish(state)
             else:
+                lease_module.reseal(self.old, self.new)  # a run cut right after HEAD moved
+                self.lease = lease_module.acquire(self.new, state.id, state.device,
+                                                  "key rotation")
                 head = published
             self.result.generation = head.generation
             self._sweep(head)
         except Paused:
             return self.result
+        finally:
+            if self.lease is not None:
+                with contextlib.suppress(lease_module.LeaseHeld):
+                    self.lease.release()
         self.result.complete = True
         return self.result
 
@@ -231,6 +246,10 @@ class Rotation:
         return None if current is None else current.remaining()
 
     def _check_time(self) -> None:
+        if self.lease is not None \
+                and time.monotonic() - self._renewed > lease_module.LEASE_SECONDS / 3:
+            self.lease.renew()
+            self._renewed = time.monotonic()
         remaining = self._remaining()
         if remaining is not None and remaining < self.margin:
             self.result.notes.append("paused before the operation's deadline; run roam key "
@@ -427,12 +446,34 @@ class Rotation:
         rotation.write_tombstone(self.backend, self.session.keys, when, state.device)
         kill_point("rotate:doomed")
         rotated = Head(head.generation, new_snapshot, head.store, state.device, when)
-        try:
-            version = self.new.write_head(rotated, head.version)
-        except RefConflict:
+        version = self._swap_head(rotated, head)
+        if version is None:
             return None
         kill_point("rotate:head")
+        # LEASE is sealed under the HEAD sub-key too: new-key devices read it on every push
+        lease_module.reseal(self.old, self.new)
+        if self.lease is not None:
+            self.lease.repo = self.new
+            self.lease.record = lease_module.read_lease(self.new)
         return dataclasses.replace(rotated, version=version)
+
+    def _swap_head(self, rotated: Head, seen: Head) -> str | None:
+        """Swap HEAD from `seen`; None when another generation came first.
+
+        A HEAD whose version moved without a new generation (on git every ref shares the
+        branch's version: taking the lease moves it) is swapped again from where it is.
+        """
+        expected = seen.version
+        for _attempt in range(PUBLISH_ATTEMPTS):
+            try:
+                return self.new.write_head(rotated, expected)
+            except RefConflict:
+                now = self.old.read_head()
+                if now is None or (now.generation, now.snapshot) != (seen.generation,
+                                                                     seen.snapshot):
+                    return None
+                expected = now.version
+        return None
 
     # -- after HEAD moved: delete what the old key opens ---------------------------------------
 
