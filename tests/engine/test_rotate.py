@@ -123,6 +123,33 @@ def test_every_object_kind_is_re_keyed(fleet: tuple[Home, Home], tmp_path: Path)
     _assert_only_new_key_opens(a, old, tmp_path / "audit")
 
 
+def test_forget_records_are_re_keyed_with_their_snapshots(fleet: tuple[Home, Home],
+                                                         tmp_path: Path) -> None:
+    """A forget record (kind F) names snapshots: it moves to the new key and the new ids."""
+    from roam_core.store.objects import forget_key
+
+    a, _b = fleet
+    with _backend(a, tmp_path / "plant") as repo:
+        chain = generations(repo)
+        value = {"v": 1, "device": "a", "device_id": "x", "time": "2026-01-01T00:00:00+00:00",
+                 "policy": "keep-last 1",
+                 "generations": [{"generation": 1, "snapshot": chain[1][0],
+                                  "parent": chain[0][0]}]}
+        repo.write_record(crypto.KIND_FORGET, value, forget_key)
+    old, new = a.store.key, new_key()
+    assert _rotate(a, new)[0] == 0
+    a.store.key = new
+    _assert_only_new_key_opens(a, old, tmp_path / "audit")
+    with _backend(a, tmp_path / "read") as repo:
+        chain = generations(repo)
+        [key] = list(repo.backend.list("forgets/"))
+        record_id = key.rpartition("/")[2]
+        found = repo.read_record(crypto.KIND_FORGET, record_id, key, "forgets")
+    assert found["generations"] == [{"generation": 1, "snapshot": chain[1][0],
+                                     "parent": chain[0][0]}]
+    assert found["policy"] == "keep-last 1"
+
+
 def test_rotation_refuses_an_object_kind_it_does_not_know(fleet: tuple[Home, Home],
                                                           tmp_path: Path) -> None:
     a, _b = fleet

@@ -40,14 +40,14 @@ from roam_core.errors import ArchiveKeyError, IntegrityError, RefConflict, UserE
 from roam_core.storage import Backend
 from roam_core.store import rotation
 from roam_core.store.manifest import BlobRef, FileEntry, Manifest
-from roam_core.store.objects import PACK_TARGET, Head
+from roam_core.store.objects import PACK_TARGET, Head, forget_key
 from roam_core.store.packer import Packer
 from roam_core.store.repository import Repository
 from roam_core.store.rotation import journal_prefix, read_record, write_record
 
 #: Object prefixes this roam knows how to rotate (or leave, for rotation's own records);
 #: a store holding anything else is refused before any work, never half re-keyed.
-KNOWN_PREFIXES = ("packs/", "index/", "trees/", "snapshots/", "voids/", "marks/",
+KNOWN_PREFIXES = ("packs/", "index/", "trees/", "snapshots/", "voids/", "marks/", "forgets/",
                   rotation.ROTATION_PREFIX, rotation.TOMBSTONE_PREFIX)
 #: Old indexes re-sealed per journal record, at most.
 BATCH_INDEXES = 256
@@ -140,6 +140,7 @@ class Journal:
     snapshots: dict[str, str] = field(default_factory=dict)
     wrote: set[str] = field(default_factory=set)
     publishes: dict[str, dict[str, object]] = field(default_factory=dict)
+    forgets: set[str] = field(default_factory=set)
 
     @classmethod
     def load(cls, backend: Backend, new_keys: crypto.Keys) -> Journal:
@@ -160,6 +161,8 @@ class Journal:
                                       for old, ref in record["map"].items()})
             elif name.startswith("snapshot-"):
                 journal.snapshots[str(record["old"])] = str(record["new"])
+            elif name.startswith("forgets-"):
+                journal.forgets.update(str(item) for item in record["old"])
             elif name.startswith("publish-"):
                 journal.publishes[name[len("publish-"):]] = record
         return journal
@@ -274,6 +277,7 @@ class Rotation:
         for _attempt in range(PUBLISH_ATTEMPTS):
             self._reseal_blobs()
             self._reseal_snapshots()
+            self._reseal_forgets()
             published = self._publish(state, head)
             if published is not None:
                 return published
@@ -400,6 +404,34 @@ class Rotation:
             self.old.folders.clear()
             self.new.folders = {root: self.new.folders.get(root, {})}
             previous = (snapshot_id, manifest, root)
+
+    def _reseal_forgets(self) -> None:
+        """Each forget record under the new key, its snapshot ids mapped to their new ones.
+
+        A forgotten snapshot a prune already deleted has no new id: its old id stays, in the
+        record and in its child's parent alike, so readers still step over it.
+        """
+        journal = self.journal
+        done: list[str] = []
+        for key in sorted(self.backend.list("forgets/")):
+            record_id = key.rpartition("/")[2]
+            if record_id in journal.forgets or key in journal.wrote:
+                continue
+            value = self.old.read_record(crypto.KIND_FORGET, record_id, key, "forgets")
+            items = value.get("generations")
+            if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+                raise UserError(f"forget record {record_id} is malformed; run roam check")
+            mapped = journal.snapshots
+            value["generations"] = [
+                {**item, **{name: mapped.get(item[name], item[name])
+                            for name in ("snapshot", "parent") if item.get(name)}}
+                for item in items]
+            self.new.write_record(crypto.KIND_FORGET, value, forget_key)
+            done.append(record_id)
+        if done:
+            write_record(self.backend, self.new_keys, f"forgets-{done[0]}",
+                         {"old": done, "wrote": self._wrote()})
+            journal.forgets.update(done)
 
     def _wrote(self) -> list[str]:
         """The keys written since the last record: kept by the sweep, named in the record."""
