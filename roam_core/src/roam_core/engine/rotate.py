@@ -157,7 +157,7 @@ class Journal:
                 journal.started = record
             elif name.startswith("blobs-"):
                 journal.indexes.update(record["indexes"])
-                journal.blobs.update({old: tuple(ref)  # type: ignore[misc]
+                journal.blobs.update({old: tuple(ref)
                                       for old, ref in record["map"].items()})
             elif name.startswith("snapshot-"):
                 journal.snapshots[str(record["old"])] = str(record["new"])
