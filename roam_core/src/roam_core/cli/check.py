@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from roam_core.cli.common import operation
-from roam_core.cli.output import emit_json, sanitize
+from roam_core.cli.output import emit_json, note, sanitize
 from roam_core.cli.sync import _size, print_capped
 
 if TYPE_CHECKING:
@@ -14,15 +14,15 @@ if TYPE_CHECKING:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from roam_core.engine.check import check
+    from roam_core.service.review import check
 
     if args.repair:
         return _repair(args)
-    with operation(args, "check", lock=False) as session:
-        report = check(session, read_data=args.read_data)
+    record = check(getattr(args, "home", None), note, read_data=args.read_data)
+    report = record.report
     if args.json:
-        emit_json(report.as_json())
-        return 0 if report.ok else 1
+        emit_json(record.as_json())
+        return record.exit_code
     code = _print_report(report)
     if report.repairable:
         flags = " --read-data" if report.read_data else ""

@@ -119,13 +119,14 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def _restore(args: argparse.Namespace) -> int:
-    from roam_core.engine.history import restore
+    from roam_core.service.review import restore
 
-    with operation(args, "restore", lock=True) as session:
-        result = restore(session, args.path, args.generation, apply=args.apply)
+    record = restore(getattr(args, "home", None), note, args.path, args.generation,
+                     apply=args.apply)
+    result = record.result
     if args.json:
-        emit_json(result)
-        return 0
+        emit_json(record.as_json())
+        return record.exit_code
     if result["action"] == "unchanged":
         print(f"roam: {sanitize(args.path)} already matches generation {args.generation}")
     elif result["applied"]:

@@ -254,14 +254,13 @@ def _dash(value: Any) -> str:
 
 
 def _history(args: argparse.Namespace) -> int:
-    from roam_core.engine.history import generation_list, path_history
+    from roam_core.service.review import history
 
-    with operation(args, "status", lock=False) as session:
-        session.require_state()  # "not initialised — run roam init" before any remote call
-        rows = path_history(session, args.path) if args.path else generation_list(session)
+    record = history(getattr(args, "home", None), note, args.path)
+    rows = record.rows
     if args.json:
-        emit_json(rows)
-        return 0
+        emit_json(record.as_json())
+        return record.exit_code
     if args.path:
         lines = [f"{r['generation']:>5}  {r['date']}  {r['device']}  " + (
             "deleted" if r["deleted"] else f"{r['sha256'][:12]}  {_size(r['size'])}")

@@ -24,8 +24,8 @@ class Record(Protocol):
     def exit_code(self) -> int:
         """0 done; 1 failed (the record says why); 2 a conflict was kept."""
 
-    def as_json(self) -> dict[str, Any]:
-        """The document `--json` prints (the keys are the CLI's published output)."""
+    def as_json(self) -> Any:
+        """The document `--json` prints (its keys are the CLI's published output)."""
 
 
 R = TypeVar("R", bound=Record)
