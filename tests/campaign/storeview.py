@@ -21,6 +21,7 @@ from roam_core.store import codec
 from roam_core.store.manifest import Manifest
 from roam_core.store.objects import HEAD_REF, Snapshot
 from roam_core.store.repository import Repository
+from roam_core.store.rotation import TOMBSTONE_PREFIX
 from roam_core.types import PluginContext
 
 KINDS = {"snapshots/": crypto.KIND_SNAPSHOT, "trees/": crypto.KIND_TREE,
@@ -84,6 +85,8 @@ def plaintexts(repo: Repository) -> Iterator[tuple[str, bytes]]:
                     for blob_id, pack, offset, length in repo.load_index(object_id):
                         packs.setdefault(pack, []).append((blob_id, offset, length))
     for key in keys:
+        if key.startswith(TOMBSTONE_PREFIX):
+            continue  # sealed under a key the fleet rotated away from: when and who, no more
         if not key.startswith("packs/"):
             if not any(key.startswith(prefix) for prefix in KINDS):
                 raise AssertionError(f"the store holds an object roam does not write: {key}")

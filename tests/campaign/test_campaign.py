@@ -84,3 +84,19 @@ def test_campaign_keeping_one_backup(request: pytest.FixtureRequest) -> None:
     assert campaign.only_in_backups, "the run replaced no never-pushed version: it proved nothing"
     print(f"keep-one campaign: seed {seed}, {KEEP_ONE_STEPS} steps, "
           f"{len(campaign.only_in_backups)} never-pushed version(s) kept in backups")
+
+
+ROTATING_STEPS = int(os.environ.get("ROAM_ROTATING_STEPS") or 120)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("kind", ["memory", "local", "s3"])
+def test_rotating_campaign(kind: str, request: pytest.FixtureRequest) -> None:
+    """`roam key rotate` steps between the others (git cannot delete yet, so it refuses)."""
+    from campaign.rotating import RotatingCampaign, play_rotating
+
+    campaign, seed = _played(kind, request, "rotating", RotatingCampaign, play_rotating,
+                             ROTATING_STEPS, "ROAM_ROTATING_STEPS")
+    print(f"rotating campaign {kind}: seed {seed}, {ROTATING_STEPS} steps, generation "
+          f"{campaign.fleet.head}, {len(campaign.old_keys)} rotation(s)")
