@@ -37,6 +37,7 @@ DEFAULTS: dict[str, Any] = {
     "redact_env_values": True,
     "redact_patterns": [],
     "never_list_exceptions": [],
+    "redact_memories": False,
 }
 
 #: What each core setting means (`roam config set --help`, docs/settings.md).
@@ -80,6 +81,10 @@ CORE_HELP: dict[str, str] = {
                        "part to mask",
     "never_list_exceptions": "credential files (by exact path) you share on purpose despite "
                               "the never-list; every push warns about each one",
+    "redact_memories": "a secret-looking value inside a memory entry (memories/MEMORY.md, "
+                       "USER.md) is pushed as a redacted copy of that entry, with a warning, "
+                       "instead of stopping the push; the local file keeps the original (off "
+                       "by default: the other devices then hold a memory that differs)",
 }
 
 #: How `roam config set` checks a core setting's value (the rest follow their default's type).

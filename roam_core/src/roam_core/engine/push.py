@@ -208,6 +208,9 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
         return result
     # Before anything is uploaded: a finding stops the push (the dry run lists it).
     result.findings = scan_outgoing(session, to_send, host_keys, result)
+    if _settle_redacted(to_send, reference, manifest, result) and not result.findings:
+        cache.save(files)  # only redacted copies the store already holds: nothing new
+        return result
     if dry_run:
         return result
     if result.findings:
@@ -238,7 +241,7 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
             _vanished(result, item.rel)  # deleted between the walk and the read
             continue
         pending[item.rel] = (sha, size, blob_ids, item.mode)
-        if not item.is_config:
+        if not item.is_config and item.redacted is None:  # the cache holds the file's digest
             cache.remember(item, sha)
         if progress is not None:
             progress.advance(size, files=1)
@@ -268,15 +271,58 @@ def scan_outgoing(session: Session, to_send: list[LocalFile], host_keys: tuple[s
     started = time.perf_counter()
     scanner = scanner_for(session.root, session.state_dir, session.settings)
     findings: list[Finding] = []
+    redact = session.settings.get("redact_memories") is True
     for item in to_send:
         try:
             with item.open_content(host_keys) as handle:
-                findings.extend(scanner.scan_stream(item.rel, handle))  # in bounded chunks
+                found = scanner.scan_stream(item.rel, handle)  # in bounded chunks
         except FileNotFoundError:
             continue  # vanished: the upload loop notices too
         result.scanned += 1
+        if found and redact and not item.is_config:
+            from roam_core.secretscan.memories import redact_memory
+
+            try:
+                copy = redact_memory(scanner, item.rel, item.path.read_bytes(), found)
+            except OSError:
+                copy = None
+            if copy is not None:  # a memory file: its redacted copy travels instead
+                item.redacted = copy.content
+                result.notes += copy.notes
+                found = []
+        findings.extend(found)
     result.scan_seconds = time.perf_counter() - started
     return findings
+
+
+def _settle_redacted(to_send: list[LocalFile], reference: Manifest, manifest: Manifest,
+                     result: PushResult) -> bool:
+    """Keep the store's entry for a redacted copy it already holds; True when nothing is left.
+
+    The local original differs from what was pushed for as long as it holds the secret, so
+    without this every push would upload the same redacted copy again as a new generation.
+    """
+    import hashlib
+
+    for item in list(to_send):
+        if item.redacted is None:
+            continue
+        kept = reference.get(item.rel)
+        if kept is not None and kept.sha256 == hashlib.sha256(item.redacted).hexdigest() \
+                and synced_mode(item.mode) == synced_mode(kept.mode):
+            manifest[item.rel] = kept
+            to_send.remove(item)
+            _vanished(result, item.rel)
+            result.bytes_changed -= item.size
+    left = [item.rel for item in to_send]
+    if left not in ([], [inventory.INVENTORY]) or result.removed \
+            or not set(manifest) | {inventory.INVENTORY} >= set(reference):
+        return False
+    result.added = [rel for rel in result.added if rel != inventory.INVENTORY]
+    result.changed = [rel for rel in result.changed if rel != inventory.INVENTORY]
+    result.bytes_changed = 0
+    result.nothing = True
+    return True
 
 
 def _vanished(result: PushResult, rel: str) -> None:

@@ -40,6 +40,8 @@ class LocalFile:
     #: the projection this device last accepted (configs): keys it keeps to itself carry
     #: the fleet's value forward instead of deleting it everywhere
     base_projection: str | None = None
+    #: what travels instead of the file when a push redacted it (`redact_memories`)
+    redacted: bytes | None = field(default=None, repr=False)
     _projected: bytes | None = field(default=None, repr=False)
 
     @property
@@ -54,7 +56,9 @@ class LocalFile:
         return self._projected
 
     def open_content(self, host_keys: Iterable[str] = ()) -> BinaryIO:
-        """The bytes that travel: the file, or a config's shared projection."""
+        """The bytes that travel: the file, its redacted copy, or a config's projection."""
+        if self.redacted is not None:
+            return io.BytesIO(self.redacted)
         if self.is_config:
             return io.BytesIO(self.projection(host_keys))
         return open(self.location, "rb")
