@@ -7,6 +7,7 @@ and names what it cannot repair (generation and path).
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -227,3 +228,23 @@ def test_a_damaged_snapshot_of_the_current_generation_is_published_again(
     assert "generation 2: " in repaired.out.partition("cannot repair")[2], repaired.out
     _joins_and_matches(b, a)
     assert a.roam("check", "--json").json()["head_generation"] == 3
+
+
+def test_after_a_repair_no_device_uploads_the_repaired_blobs_again(store: Store,
+                                                                   tmp_path: Path) -> None:
+    """A device whose synced generation names a voided pack takes the repaired copy: each
+    device used to upload the blob once more (the copies the repair gap was made of)."""
+    a, b = _homes(store, tmp_path)
+    skill = secrets.token_hex(4096)  # incompressible: an upload shows in the byte count
+    a.write("skills/one/SKILL.md", skill)
+    assert a.roam("init", "--create-remote").code == 0
+    assert a.roam("push").code == 0
+    _joins_and_matches(b, a)
+    for key in keys(store, "packs/"):
+        lose(store, key)
+    assert a.roam("check", "--repair").code == 0
+    b.write("skills/copy/SKILL.md", skill)
+    pushed = b.roam("push", "--json")
+    assert pushed.code == 0, pushed.err
+    assert pushed.json()["uploaded_bytes"] < 1024, pushed.json()
+    assert a.roam("check", "--read-data").code == 0

@@ -221,8 +221,11 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
 
     session.deadline.size_to(result.bytes_changed, len(to_send))
     known = session.repo.known_blobs()
+    # never a base ref into a pack found lost (voided): this device would upload the blob
+    # once more beside the copy a repair or another push stored
+    voided = session.repo.voided()[0]
     for entry in base.values():
-        known.update({ref[0]: ref for ref in entry.blobs if ref[1]})
+        known.update({ref[0]: ref for ref in entry.blobs if ref[1] and ref[1] not in voided})
     # a pack a prune marked may be deleted once its grace period has passed: never rely on it
     # (docs/decisions.md, "Prune and concurrent pushes")
     marked = lease_module.marked_keys(session.repo)
