@@ -22,12 +22,16 @@ import os
 import sys
 from collections.abc import Iterable
 from dataclasses import fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from roam_core import __version__
 from roam_core.engine.scan import stat_signature
 from roam_core.engine.state import STATE_FILE, LocalState
 from roam_core.fs import write_atomic
+
+if TYPE_CHECKING:
+    from roam_core.engine.session import Session
+    from roam_core.scope.model import ScopeModel
 
 MEMO_FILE = "status.json"
 VERSION = 3
@@ -38,14 +42,15 @@ _HEAVY = ("base", "projections")
 
 
 
-def _key(session: Any, scope: Any, state_signature: list[int] | None) -> list[Any] | None:
+def _key(session: Session, scope: ScopeModel,
+         state_signature: list[int] | None) -> list[Any] | None:
     fingerprint = getattr(scope, "fingerprint", None)
     if fingerprint is None or state_signature is None:
         return None  # a scope that cannot say what it decides on is looked at every time
     return [__version__, sys.version, str(session.root), state_signature, fingerprint()]
 
 
-def state_signature(session: Any) -> list[int] | None:
+def state_signature(session: Session) -> list[int] | None:
     """Taken before state.json is read: a later change then makes the memo stale, not wrong."""
     try:
         return stat_signature(os.lstat(session.state_dir / STATE_FILE))
@@ -53,7 +58,7 @@ def state_signature(session: Any) -> list[int] | None:
         return None
 
 
-def recall(session: Any) -> tuple[LocalState, dict[str, list[Any]]] | None:
+def recall(session: Session) -> tuple[LocalState, dict[str, list[Any]]] | None:
     """This device's record (without its generation entries) and the changes, if still true."""
     try:
         data = json.loads((session.state_dir / "cache" / MEMO_FILE).read_bytes())
@@ -78,7 +83,7 @@ def recall(session: Any) -> tuple[LocalState, dict[str, list[Any]]] | None:
     return state, changes
 
 
-def remember(session: Any, state: LocalState, signature: list[int] | None, started_ns: int,
+def remember(session: Session, state: LocalState, signature: list[int] | None, started_ns: int,
              folders: list[tuple[str, os.stat_result]], files: dict[str, list[int]],
              changes: dict[str, list[Any]]) -> None:
     """Record a full look that began at `started_ns` (wall clock, nanoseconds).

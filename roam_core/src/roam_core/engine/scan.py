@@ -15,12 +15,15 @@ import stat as stat_module
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from roam_core.errors import UserError
 from roam_core.fs import write_atomic
 from roam_core.tiers.cron import is_jobs_file
 from roam_core.tiers.cron import projection as cron_projection
+
+if TYPE_CHECKING:
+    from roam_core.scope.model import ScopeModel
 
 CACHE_FILE = "stat.json"
 READ_SIZE = 1024 * 1024
@@ -147,7 +150,7 @@ class StatCache:
             self.dirty = False
 
 
-def list_shared(scope: Any, projections: Mapping[str, str] | None = None, *,
+def list_shared(scope: ScopeModel, projections: Mapping[str, str] | None = None, *,
                 modes: Mapping[str, int] | None = None) -> dict[str, LocalFile]:
     """Every shared regular file of the home (no content read).
 

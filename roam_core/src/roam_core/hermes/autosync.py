@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from roam_core.service import autostate
-from roam_core.service.outcome import Outcome, call
+from roam_core.service.outcome import Outcome, Record, call
 from roam_core.settings import CoreSettings
 
 log = logging.getLogger("roam.hermes")
@@ -87,7 +87,7 @@ def _settings(root: Path) -> CoreSettings | None:
         return None
 
 
-def _skip_reason(result: Outcome[Any]) -> str | None:
+def _skip_reason(result: Outcome[Record]) -> str | None:
     return _SKIPS.get(result.error_kind)
 
 
@@ -119,7 +119,7 @@ def session_end(root: Path) -> str:
     return "started" if jobs.start("push", push_now, root) else "already running"
 
 
-def _secrets_reason(result: Outcome[Any]) -> str:
+def _secrets_reason(result: Outcome[Record]) -> str:
     """Why a push stopped on secret findings, naming the paths (never the values)."""
     found = _document(result) if not result.ok else None
     if not isinstance(found, dict) or not found.get("secret_findings"):
@@ -270,7 +270,7 @@ def _notice_ahead(root: Path, generation: Any) -> None:
     autostate.update(root, stash)
 
 
-def _document(result: Outcome[Any]) -> dict[str, Any] | None:
+def _document(result: Outcome[Record]) -> dict[str, Any] | None:
     """The verb's `--json` document, or None when it failed before making a record."""
     return None if result.record is None else result.record.as_json()
 

@@ -127,7 +127,7 @@ def _clip(value: Any) -> Any:
     return value
 
 
-def _result(outcome: Outcome[Any], **extra: Any) -> dict[str, Any]:
+def _result(outcome: Outcome[Record], **extra: Any) -> dict[str, Any]:
     document: dict[str, Any] = {"ok": outcome.ok, "exit_code": outcome.code}
     record: Record | None = outcome.record
     said = record.as_json() if record is not None else {}

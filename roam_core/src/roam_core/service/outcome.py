@@ -28,7 +28,7 @@ class Record(Protocol):
         """The document `--json` prints (its keys are the CLI's published output)."""
 
 
-R = TypeVar("R", bound=Record)
+R = TypeVar("R", bound=Record, covariant=True)
 
 
 class ExitStatus:
