@@ -47,8 +47,10 @@ def _pack_blobs(backend: Backend, keys: crypto.Keys) -> dict[str, list[tuple[str
         except IntegrityError:
             continue
         data = json.loads(codec.decode(plain, key))
+        # format 2 indexes list a tree pack's trees under "trees", sealed the same way
         found.setdefault(data["pack"], []).extend(
-            (str(blob[0]), int(blob[1]), int(blob[2])) for blob in data["blobs"])
+            (str(blob[0]), int(blob[1]), int(blob[2]))
+            for blob in [*data["blobs"], *data.get("trees", [])])
     return found
 
 
