@@ -19,6 +19,7 @@ from campaign.harness import Home, Runner, new_key, stores
 from campaign.storeview import generations, manifest_of, open_repository
 
 from roam_core import crypto
+from roam_core.engine import reseal as reseal_module
 from roam_core.engine import rotate as rotate_module
 from roam_core.store.repository import Repository
 from support.keyaudit import audit, every_object
@@ -29,6 +30,17 @@ POINTS = ("rotate:packs", "rotate:blobs", "rotate:snapshot", "rotate:doomed", "r
 
 class Killed(BaseException):
     """Stands for SIGKILL in this process: nothing after the kill point runs."""
+
+
+def _arm(monkeypatch: pytest.MonkeyPatch, point: str | None) -> None:
+    """Kill (raise `Killed`) at `point` of a rotation; None disarms."""
+
+    def kill_at(name: str) -> None:
+        if name == point:
+            raise Killed(name)
+
+    for module in (rotate_module, reseal_module):
+        monkeypatch.setattr(module, "kill_point", kill_at)
 
 
 @pytest.fixture
@@ -150,6 +162,26 @@ def test_forget_records_are_re_keyed_with_their_snapshots(fleet: tuple[Home, Hom
     assert found["policy"] == "keep-last 1"
 
 
+def test_a_rerun_deletes_what_a_late_old_key_push_left(fleet: tuple[Home, Home],
+                                                       tmp_path: Path) -> None:
+    """Objects an old-key push uploaded after the rotation listed the store, then gave up."""
+    a, _b = fleet
+    old, new = a.store.key, new_key()
+    assert _rotate(a, new)[0] == 0
+    with _backend(a, tmp_path / "late") as repo:  # still the old key: a device that lost
+        from roam_core.store.packer import Packer
+
+        packer = Packer(repo, {})
+        packer.add_chunk(b"uploaded by a device that had not heard of the rotation")
+        packer.finish()
+        repo.write_void(set(), {"0" * 64})
+        assert audit(repo.backend, repo.keys)["index"] == 1
+    code, out, err = _rotate(a, new)
+    assert code == 0 and "already uses the new key" in out, out + err
+    a.store.key = new
+    _assert_only_new_key_opens(a, old, tmp_path / "audit")
+
+
 def test_rotation_refuses_an_object_kind_it_does_not_know(fleet: tuple[Home, Home],
                                                           tmp_path: Path) -> None:
     a, _b = fleet
@@ -168,16 +200,11 @@ def test_rotation_cut_at_each_step_resumes(fleet: tuple[Home, Home], tmp_path: P
                                            point: str, monkeypatch: pytest.MonkeyPatch) -> None:
     a, b = fleet
     before = _history(a, tmp_path / "before")
-
-    def kill_at(name: str) -> None:
-        if name == point:
-            raise Killed(name)
-
-    monkeypatch.setattr(rotate_module, "kill_point", kill_at)
+    _arm(monkeypatch, point)
     old, new = a.store.key, new_key()
     with pytest.raises(Killed):
         _rotate(a, new)
-    monkeypatch.setattr(rotate_module, "kill_point", lambda name: None)
+    _arm(monkeypatch, None)
     a.runner = Runner()  # the killed run's lock and caches die with its process
     code, out, err = _rotate(a, new)
     assert code == 0, out + err
@@ -193,18 +220,13 @@ def test_an_old_key_push_while_rotation_was_cut_is_kept(fleet: tuple[Home, Home]
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """b pushes under the old key between two runs: the rerun re-seals its generation too."""
     a, b = fleet
-
-    def kill_at(name: str) -> None:
-        if name == "rotate:doomed":
-            raise Killed(name)
-
-    monkeypatch.setattr(rotate_module, "kill_point", kill_at)
+    _arm(monkeypatch, "rotate:doomed")
     old, new = a.store.key, new_key()
     with pytest.raises(Killed):
         _rotate(a, new)
     b.write("skills/late/SKILL.md", "pushed under the old key mid-rotation\n")
     assert b.roam("push").code == 0
-    monkeypatch.setattr(rotate_module, "kill_point", lambda name: None)
+    _arm(monkeypatch, None)
     code, out, err = _rotate(a, new)
     assert code == 0, out + err
     a.store.key = new

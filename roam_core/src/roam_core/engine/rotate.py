@@ -21,10 +21,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import secrets as random_tokens
-import threading
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 
 from roam_core import crypto
 from roam_core import deadline as deadline_module
@@ -34,141 +32,30 @@ from roam_core.engine import remote as remote_module
 from roam_core.engine.journal import kill_point
 from roam_core.engine.progress import ProgressSink
 from roam_core.engine.push import now_iso
+from roam_core.engine.reseal import Paused, ResealSteps, RotateResult
 from roam_core.engine.session import Session
 from roam_core.engine.state import LocalState, save_state
 from roam_core.errors import ArchiveKeyError, IntegrityError, RefConflict, UserError
-from roam_core.storage import Backend
 from roam_core.store import rotation
-from roam_core.store.manifest import BlobRef, FileEntry, Manifest
-from roam_core.store.objects import PACK_TARGET, Head, forget_key
-from roam_core.store.packer import Packer
+from roam_core.store.objects import Head
 from roam_core.store.repository import Repository
 from roam_core.store.rotation import journal_prefix, read_record, write_record
+from roam_core.store.rotation_journal import Journal, Recording
 
 #: Object prefixes this roam knows how to rotate (or leave, for rotation's own records);
 #: a store holding anything else is refused before any work, never half re-keyed.
 KNOWN_PREFIXES = ("packs/", "index/", "trees/", "snapshots/", "voids/", "marks/", "forgets/",
                   rotation.ROTATION_PREFIX, rotation.TOMBSTONE_PREFIX)
-#: Old indexes re-sealed per journal record, at most.
-BATCH_INDEXES = 256
+#: Sealed JSON objects an interrupted old-key push or prune may leave behind.
+LEFTOVER_RECORDS = (("snapshots/", crypto.KIND_SNAPSHOT), ("voids/", crypto.KIND_VOID),
+                    ("marks/", crypto.KIND_MARK), ("forgets/", crypto.KIND_FORGET))
 #: Keys per `doomed` record (and per delete call).
 DOOMED_PER_RECORD = 2000
 #: Attempts at publishing HEAD while old-key devices keep pushing.
 PUBLISH_ATTEMPTS = 3
 
 
-class Paused(Exception):
-    """The deadline is near: stop between steps; a rerun continues."""
-
-
-@dataclass
-class RotateResult:
-    """What one `roam key rotate` did."""
-
-    complete: bool = False
-    generation: int | None = None
-    indexes: int = 0
-    blobs: int = 0
-    bytes: int = 0
-    snapshots: int = 0
-    deleted: int = 0
-    resumed: bool = False
-    already: bool = False
-    unreadable_blobs: int = 0
-    fingerprint: str = ""
-    notes: list[str] = field(default_factory=list)
-
-    def as_json(self) -> dict[str, object]:
-        return {"complete": self.complete, "generation": self.generation,
-                "indexes_resealed": self.indexes, "blobs_resealed": self.blobs,
-                "bytes_resealed": self.bytes, "snapshots_resealed": self.snapshots,
-                "objects_deleted": self.deleted, "resumed": self.resumed,
-                "already_rotated": self.already, "unreadable_blobs": self.unreadable_blobs,
-                "new_key_fingerprint": self.fingerprint, "notes": self.notes}
-
-
-class Recording(Backend):
-    """The backend, noting every key written through it (the rotation's own objects)."""
-
-    def __init__(self, inner: Backend) -> None:
-        self.inner = inner
-        self.capabilities = inner.capabilities
-        self._lock = threading.Lock()
-        self._wrote: set[str] = set()
-
-    def take(self) -> list[str]:
-        """The keys written since the last call."""
-        with self._lock:
-            found, self._wrote = sorted(self._wrote), set()
-        return found
-
-    def put_new(self, key: str, data: bytes) -> None:
-        with self._lock:  # noted first: an existing object (a rerun) is the rotation's too
-            self._wrote.add(key)
-        self.inner.put_new(key, data)
-
-    def get(self, key: str, offset: int = 0, length: int | None = None) -> bytes:
-        return self.inner.get(key, offset, length)
-
-    def list(self, prefix: str = "") -> Iterator[str]:
-        return self.inner.list(prefix)
-
-    def read_ref(self, name: str) -> tuple[bytes, str] | None:
-        return self.inner.read_ref(name)
-
-    def swap_ref(self, name: str, data: bytes, expected_version: str | None) -> str:
-        return self.inner.swap_ref(name, data, expected_version)
-
-    def identity(self) -> str:
-        return self.inner.identity()
-
-    def flush(self) -> None:
-        self.inner.flush()
-
-    def exists(self, key: str) -> bool:
-        return self.inner.exists(key)
-
-
-@dataclass
-class Journal:
-    """What earlier invocations of this rotation did, from its records in the store."""
-
-    records: list[str] = field(default_factory=list)
-    started: dict[str, object] | None = None
-    indexes: set[str] = field(default_factory=set)
-    blobs: dict[str, BlobRef] = field(default_factory=dict)
-    snapshots: dict[str, str] = field(default_factory=dict)
-    wrote: set[str] = field(default_factory=set)
-    publishes: dict[str, dict[str, object]] = field(default_factory=dict)
-    forgets: set[str] = field(default_factory=set)
-
-    @classmethod
-    def load(cls, backend: Backend, new_keys: crypto.Keys) -> Journal:
-        journal = cls()
-        prefix = journal_prefix(new_keys)
-        for key in sorted(backend.list(prefix)):
-            journal.records.append(key)
-            name = key[len(prefix):]
-            if name.startswith("doomed-"):
-                continue  # read only when deleting
-            record = read_record(backend, new_keys, key)
-            journal.wrote.update(str(item) for item in record.get("wrote", []))
-            if name == rotation.STARTED:
-                journal.started = record
-            elif name.startswith("blobs-"):
-                journal.indexes.update(record["indexes"])
-                journal.blobs.update({old: tuple(ref)
-                                      for old, ref in record["map"].items()})
-            elif name.startswith("snapshot-"):
-                journal.snapshots[str(record["old"])] = str(record["new"])
-            elif name.startswith("forgets-"):
-                journal.forgets.update(str(item) for item in record["old"])
-            elif name.startswith("publish-"):
-                journal.publishes[name[len("publish-"):]] = record
-        return journal
-
-
-class Rotation:
+class Rotation(ResealSteps):
     """One invocation of a rotation from the session's key to `new_keys`."""
 
     def __init__(self, session: Session, new_keys: crypto.Keys,
@@ -293,166 +180,6 @@ class Rotation:
                 raise UserError(f"the store holds {key}, a kind of object this roam cannot "
                                 "re-key; upgrade roam before rotating the key")
 
-    def _reseal_blobs(self) -> None:
-        """Every blob of every live index, re-sealed into new packs, a batch per record."""
-        journal = self.journal
-        void_packs, void_indexes = self.old.voided()
-        batch: list[str] = []
-        refs: list[BlobRef] = []
-        queued: set[str] = set()
-        size = 0
-        for key in sorted(self.backend.list("index/")):
-            index_id = key.rpartition("/")[2]
-            if index_id in journal.indexes or key in journal.wrote or index_id in void_indexes:
-                continue
-            try:
-                found = self.old.load_index(index_id)
-            except IntegrityError:
-                if self._opens_new(index_id):
-                    continue  # written by an interrupted run of this rotation, never recorded
-                raise UserError(f"index {index_id} opens under neither key; run roam check "
-                                "--repair first, then roam key rotate again") from None
-            batch.append(index_id)
-            for ref in found:
-                if ref[1] not in void_packs and ref[0] not in journal.blobs \
-                        and ref[0] not in queued:
-                    queued.add(ref[0])
-                    refs.append(ref)
-                    size += ref[3]
-            if size >= PACK_TARGET or len(batch) >= BATCH_INDEXES:
-                self._reseal_batch(batch, refs)
-                batch, refs, queued, size = [], [], set(), 0
-        if batch:
-            self._reseal_batch(batch, refs)
-
-    def _opens_new(self, index_id: str) -> bool:
-        try:
-            self.new.load_index(index_id)
-        except IntegrityError:
-            return False
-        return True
-
-    def _reseal_batch(self, batch: list[str], refs: list[BlobRef]) -> None:
-        self._check_time()
-        packer = Packer(self.new, {})
-        old_ids: list[str] = []
-        new_ids: list[str] = []
-        if self.progress is not None:
-            self.progress.begin(len(batch), sum(ref[3] for ref in refs))
-        for ref, item in zip(refs, self.old.read_blobs(refs, tolerant=True), strict=True):
-            if isinstance(item, IntegrityError):
-                # lost or damaged: a generation that needs it is refused below, by name
-                self.result.unreadable_blobs += 1
-                continue
-            data, digest = item
-            old_ids.append(ref[0])
-            new_ids.append(packer.add_chunk(data, digest))
-            self.result.bytes += len(data)
-            if self.progress is not None:
-                self.progress.advance(ref[3])
-        packer.finish()
-        kill_point("rotate:packs")
-        moved = dict(zip(old_ids, packer.refs(tuple(new_ids)), strict=True))
-        write_record(self.backend, self.new_keys, f"blobs-{batch[0]}",
-                     {"indexes": batch, "map": {old: list(ref) for old, ref in moved.items()},
-                      "wrote": self._wrote()})
-        self.journal.indexes.update(batch)
-        self.journal.blobs.update(moved)
-        self.result.indexes += len(batch)
-        self.result.blobs += len(moved)
-        if self.progress is not None:
-            self.progress.advance(0, files=len(batch))
-        kill_point("rotate:blobs")
-
-    def _reseal_snapshots(self) -> None:
-        """Every generation's trees and snapshot, oldest first, one record each."""
-        journal = self.journal
-        todo: list[tuple[int, str]] = []
-        for key in self.backend.list("snapshots/"):
-            snapshot_id = key.rpartition("/")[2]
-            if snapshot_id in journal.snapshots or key in journal.wrote:
-                continue
-            try:
-                todo.append((self.old.load_snapshot(snapshot_id).generation, snapshot_id))
-            except IntegrityError:
-                try:
-                    self.new.load_snapshot(snapshot_id)
-                except IntegrityError:
-                    raise UserError(f"snapshot {snapshot_id} opens under neither key; run "
-                                    "roam check --repair first, then roam key rotate "
-                                    "again") from None
-        previous: tuple[str, Manifest, str] | None = None  # (old id, new manifest, new root)
-        for _generation, snapshot_id in sorted(todo):
-            self._check_time()
-            snapshot = self.old.load_snapshot(snapshot_id)
-            manifest = self._moved(self.old.load_manifest(snapshot.root), snapshot.generation)
-            base = base_folders = None
-            if previous is not None and previous[0] == snapshot.parent:
-                base, base_folders = previous[1], self.new.folders.get(previous[2])
-            root = self.new.write_manifest(manifest, base, base_folders)
-            parent = snapshot.parent
-            rotated = dataclasses.replace(snapshot, root=root,
-                                          parent=journal.snapshots.get(parent, parent)
-                                          if parent else None)
-            new_id = self.new.write_snapshot(rotated)
-            kill_point("rotate:snapshot")
-            write_record(self.backend, self.new_keys, f"snapshot-{snapshot_id}",
-                         {"old": snapshot_id, "new": new_id, "wrote": self._wrote()})
-            journal.snapshots[snapshot_id] = new_id
-            self.result.snapshots += 1
-            # only the last generation's folders are needed (the next one's base)
-            self.old.folders.clear()
-            self.new.folders = {root: self.new.folders.get(root, {})}
-            previous = (snapshot_id, manifest, root)
-
-    def _reseal_forgets(self) -> None:
-        """Each forget record under the new key, its snapshot ids mapped to their new ones.
-
-        A forgotten snapshot a prune already deleted has no new id: its old id stays, in the
-        record and in its child's parent alike, so readers still step over it.
-        """
-        journal = self.journal
-        done: list[str] = []
-        for key in sorted(self.backend.list("forgets/")):
-            record_id = key.rpartition("/")[2]
-            if record_id in journal.forgets or key in journal.wrote:
-                continue
-            value = self.old.read_record(crypto.KIND_FORGET, record_id, key, "forgets")
-            items = value.get("generations")
-            if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
-                raise UserError(f"forget record {record_id} is malformed; run roam check")
-            mapped = journal.snapshots
-            value["generations"] = [
-                {**item, **{name: mapped.get(item[name], item[name])
-                            for name in ("snapshot", "parent") if item.get(name)}}
-                for item in items]
-            self.new.write_record(crypto.KIND_FORGET, value, forget_key)
-            done.append(record_id)
-        if done:
-            write_record(self.backend, self.new_keys, f"forgets-{done[0]}",
-                         {"old": done, "wrote": self._wrote()})
-            journal.forgets.update(done)
-
-    def _wrote(self) -> list[str]:
-        """The keys written since the last record: kept by the sweep, named in the record."""
-        wrote = self.recording.take()
-        self.journal.wrote.update(wrote)
-        return wrote
-
-    def _moved(self, manifest: Manifest, generation: int) -> Manifest:
-        blobs = self.journal.blobs
-        moved: Manifest = {}
-        for path, entry in manifest.items():
-            missing = [ref[0] for ref in entry.blobs if ref[0] not in blobs]
-            if missing:
-                raise UserError(
-                    f"generation {generation}: {path} needs a blob the store has lost "
-                    f"({missing[0][:16]}); run roam check --repair first, then roam key "
-                    "rotate again")
-            moved[path] = FileEntry(path, entry.size, entry.mode, entry.sha256, entry.scope,
-                                    tuple(blobs[ref[0]] for ref in entry.blobs))
-        return moved
-
     def _publish(self, state: LocalState, head: Head) -> Head | None:
         """List what the old key opens, leave the tombstone, swap HEAD (None: it moved)."""
         new_snapshot = self.journal.snapshots.get(head.snapshot)
@@ -512,6 +239,7 @@ class Rotation:
     def _sweep(self, head: Head) -> None:
         if self.result.already:
             self._adopt_here(head)
+            self._delete_leftovers()
             return
         token = self._winning_publish(head)
         prefix = journal_prefix(self.new_keys)
@@ -530,6 +258,33 @@ class Rotation:
         start = prefix + rotation.STARTED
         self.backend.delete([key for key in records if key != start])
         self.backend.delete([start])
+
+    def _delete_leftovers(self) -> None:
+        """Delete what the old key opens that appeared after the rotation listed it.
+
+        An old-key device that read HEAD before it moved may still upload its packs and
+        records and then fail to swap HEAD: those objects are unreferenced and sealed under
+        the old key. A rerun once the fleet has settled finds them: every index, snapshot
+        and record that opens under the old key, and the pack each such index names.
+        """
+        doomed: list[str] = []
+        for key in self.backend.list("index/"):
+            try:
+                refs = self.old.load_index(key.rpartition("/")[2])
+            except IntegrityError:
+                continue
+            doomed.append(key)
+            doomed.extend(sorted({ref[1] for ref in refs}))
+        for prefix, kind in LEFTOVER_RECORDS:
+            for key in self.backend.list(prefix):
+                try:
+                    self.old.read_record(kind, key.rpartition("/")[2], key, prefix)
+                except IntegrityError:
+                    continue
+                doomed.append(key)
+        if doomed:
+            self.backend.delete(doomed)
+            self.result.deleted += len(doomed)
 
     def _winning_publish(self, head: Head) -> str | None:
         """Which publish attempt's HEAD is on the store's chain (its doomed list is the one)."""
