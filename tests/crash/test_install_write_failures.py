@@ -1,11 +1,11 @@
 """ENOSPC, EIO and EACCES at each write, sync, rename and unlink of an install.
 
 A one-shot fault is injected at the n-th file-system call made while `Install.run` runs, for
-every n until the install gets through untouched. A fault before the commit point (state.json
-naming the install replaced) must roll the whole install back: exit 1, one line naming the
-error, the home and state.json byte-identical, no journal and no temp file left. A fault
-after it leaves the install complete and the next command finishes it (rolled forward),
-never a mix.
+every n until the install gets through untouched. A fault before the commit point (the state
+naming the install committed, `statedb.commit`, itself one of the calls failed) must roll the
+whole install back: exit 1, one line naming the error, the home and the state identical, no
+journal and no temp file left. A fault after it leaves the install complete and the next
+command finishes it (rolled forward), never a mix.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 from campaign.harness import Home, Runner, Store, fast_dir, new_key
 
-from roam_core.engine import journal
+from roam_core.engine import journal, statedb
+from support.state_files import read_state
 
 WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT
 
@@ -49,7 +50,7 @@ class Faults:
         for owner, name in ((os, "fsync"), (os, "replace"), (os, "rename"), (os, "chmod"),
                             (os, "fchmod"), (os, "write"), (os, "mkdir"), (os, "unlink"),
                             (os, "rmdir"), (shutil, "copy2"), (journal, "syncfs"),
-                            (journal, "rename_noreplace")):
+                            (journal, "rename_noreplace"), (statedb, "commit")):
             patch.setattr(owner, name, self._wrap(name, getattr(owner, name)))
         real_open, real_fdopen = os.open, os.fdopen
 
@@ -69,8 +70,8 @@ class Faults:
         def call(*args: Any, **kwargs: Any) -> Any:
             self.tick(name, args[0] if args else "")
             result = real(*args, **kwargs)
-            if name == "replace" and str(args[1]).endswith("/roam/state.json"):
-                self.committed = self.inside  # the install's commit point
+            if name == "commit":
+                self.committed = self.inside  # the install's commit point: the state's commit
             return result
         return call
 
@@ -144,8 +145,8 @@ def _publish(a: Home, n: int) -> None:
     assert a.roam("push").code == 0
 
 
-def _state(b: Home) -> bytes:
-    return (b.root / "roam" / "state.json").read_bytes()
+def _state(b: Home) -> dict[str, Any]:
+    return read_state(b.root)
 
 
 @pytest.mark.parametrize("code", [errno.ENOSPC, errno.EIO, errno.EACCES],

@@ -18,8 +18,10 @@ from campaign.harness import Home, Runner, fast_dir, stores
 pytest_plugins = ("support.s3_servers",)
 
 KILL = "ROAM_TEST_KILL_AT"
-PUSH_POINTS = ("push:packs", "push:trees", "push:snapshot", "push:head", "push:state")
-AFTER_HEAD = ("push:head", "push:state")
+#: `state:written`: the state's rows are written, its transaction not yet committed
+PUSH_POINTS = ("push:packs", "push:trees", "push:snapshot", "push:head", "push:state",
+               "state:written")
+AFTER_HEAD = ("push:head", "push:state", "state:written")
 
 
 @pytest.fixture
@@ -82,7 +84,7 @@ def test_push_killed_at_each_write_step(pair: tuple[Home, Home], point: str) -> 
 
 
 RESTORE_BEFORE = ("journal:staged", "journal:stage:SOUL.md", "journal:synced", "journal:op:0",
-                  "journal:installed")
+                  "journal:installed", "state:written")
 RESTORE_AFTER = ("journal:committed", "journal:done")
 
 

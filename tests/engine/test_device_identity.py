@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import socket
 from collections.abc import Callable
 from pathlib import Path
@@ -10,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from fleet import Device, new_key, settings_for
+from support.state_files import plant_legacy, read_state
 
 
 def state(device: Device) -> dict[str, object]:
-    return json.loads((device.root / "roam/state.json").read_text())
+    return read_state(device.root)
 
 
 def unnamed(tmp_path: Path, settings: dict[str, object], key: str, where: str) -> Device:
@@ -40,7 +40,7 @@ def test_a_name_taken_by_another_device_is_refused(make_device: Callable[..., De
     assert refused.code == 1
     assert "desk" in refused.err and "--name" in refused.err
     assert len(refused.err.strip().splitlines()) == 1 and "Traceback" not in refused.err
-    assert not (twin.root / "roam/state.json").exists()
+    assert not (twin.root / "roam/state.db").exists()
     joined = twin.roam("init", "--name", "desk2")
     assert joined.code == 0, joined.err
     assert "desk2" in joined.out
@@ -98,7 +98,7 @@ def test_rename_and_forget(make_device: Callable[..., Device]) -> None:
 
 
 def _make_legacy(device: Device) -> None:
-    """Rewrite the store's newest generation and state.json the way roam wrote them before ids."""
+    """Rewrite the store's newest generation and the state the way roam wrote them before ids."""
     import os
 
     from roam_core.engine.session import Session
@@ -125,7 +125,7 @@ def _make_legacy(device: Device) -> None:
     old_state.pop("device_id")
     old_state["generation"] = head.generation + 1
     old_state["snapshot"] = snapshot_id
-    (device.root / "roam/state.json").write_text(json.dumps(old_state))
+    plant_legacy(device.root, old_state)  # migrated to state.db by the next command
 
 
 def test_a_store_from_before_ids_upgrades_in_place(make_device: Callable[..., Device]) -> None:

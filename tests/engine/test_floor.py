@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from fleet import Device, new_key
+from support.state_files import plant_legacy, read_state
 
 
 def _local(tmp_path: Path, name: str, store: Path, key: str) -> Device:
@@ -62,12 +63,13 @@ def _replayed_after_losing(tmp_path: Path, lost: str) -> Device:
     store = tmp_path / "store"
     a = _local(tmp_path, "a", store, new_key())
     old = _two_generations(a, store / "refs" / "HEAD")
-    (a.root / "roam" / lost).unlink()
+    for name in (lost, f"{lost}-journal"):
+        (a.root / "roam" / name).unlink(missing_ok=True)
     (store / "refs" / "HEAD").write_bytes(old)
     return a
 
 
-def test_state_json_alone_holds_the_floor(tmp_path: Path) -> None:
+def test_the_state_alone_holds_the_floor(tmp_path: Path) -> None:
     a = _replayed_after_losing(tmp_path, "floor.json")
     _refused(a.roam("pull", "--apply"))
     assert a.read("SOUL.md") == "soul v2\n"
@@ -76,9 +78,9 @@ def test_state_json_alone_holds_the_floor(tmp_path: Path) -> None:
 
 
 def test_init_refuses_to_join_below_the_floor_it_holds(tmp_path: Path) -> None:
-    a = _replayed_after_losing(tmp_path, "state.json")
+    a = _replayed_after_losing(tmp_path, "state.db")
     _refused(a.roam("init"))
-    assert not (a.root / "roam" / "state.json").exists()
+    assert not (a.root / "roam" / "state.db").exists()
     assert a.read("SOUL.md") == "soul v2\n"
 
 
@@ -104,15 +106,34 @@ def test_a_damaged_floor_is_one_line_and_never_reset(tmp_path: Path, content: st
                                      '{"device": "a", "store": "s", "identity": "i", '
                                      '"generation": "two"}', '"text"'])
 def test_a_damaged_state_is_one_line(tmp_path: Path, content: str) -> None:
+    """A damaged `state.json` left by an earlier roam is refused when it is to be migrated."""
     store = tmp_path / "store"
     a = _local(tmp_path, "a", store, new_key())
     _two_generations(a, store / "refs" / "HEAD")
-    (a.root / "roam" / "state.json").write_text(content)
+    plant_legacy(a.root, content)
     for args in (("status",), ("pull", "--apply"), ("push",)):
         result = a.roam(*args)
         assert result.code == 1, (args, result.out, result.err)
         assert "Traceback" not in result.err
         assert len(result.err.strip().splitlines()) == 1 and "state.json" in result.err
+    assert (a.root / "roam" / "state.json").read_text() == content  # never migrated
+
+
+@pytest.mark.parametrize("content", [b"not a database at all",
+                                     b"SQLite format 3\x00" + b"\xff" * 200])
+def test_a_damaged_state_database_is_one_line(tmp_path: Path, content: bytes) -> None:
+    store = tmp_path / "store"
+    a = _local(tmp_path, "a", store, new_key())
+    _two_generations(a, store / "refs" / "HEAD")
+    plant_legacy(a.root, "{}")
+    (a.root / "roam" / "state.json").unlink()
+    (a.root / "roam" / "state.db").write_bytes(content)
+    for args in (("status",), ("pull", "--apply"), ("push",)):
+        result = a.roam(*args)
+        assert result.code == 1, (args, result.out, result.err)
+        assert "Traceback" not in result.err
+        assert len(result.err.strip().splitlines()) == 1 and "state.db" in result.err
+    assert (a.root / "roam" / "state.db").read_bytes() == content
 
 
 def test_an_old_floor_file_keeps_protecting(tmp_path: Path) -> None:
@@ -120,9 +141,9 @@ def test_an_old_floor_file_keeps_protecting(tmp_path: Path) -> None:
     store = tmp_path / "store"
     a = _local(tmp_path, "a", store, new_key())
     old = _two_generations(a, store / "refs" / "HEAD")
-    state = json.loads((a.root / "roam" / "state.json").read_text())
-    state["generation"] = 1  # as though state.json were older than floor.json
-    (a.root / "roam" / "state.json").write_text(json.dumps(state))
+    state = read_state(a.root)
+    state["generation"] = 1  # as though the state were older than floor.json
+    plant_legacy(a.root, state)
     (a.root / "roam" / "floor.json").write_text(json.dumps({state["identity"]: 2}))
     (store / "refs" / "HEAD").write_bytes(old)
     _refused(a.roam("status"))

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from fleet import Device, new_key
+from support.state_files import read_state
 
 
 def _start(make_device) -> tuple[Device, Device]:
@@ -143,12 +144,12 @@ def test_dry_run_verifies_and_writes_nothing(make_device) -> None:
     a, b = _start(make_device)
     a.write("SOUL.md", "dry\n")
     a.roam("push")
-    state_before = (b.root / "roam" / "state.json").read_bytes()
+    state_before = read_state(b.root)
     result = b.roam("pull", "--dry-run")
     assert result.code == 0
     assert "verified" in result.out
     assert b.read("SOUL.md") == "soul v1\n"
-    assert (b.root / "roam" / "state.json").read_bytes() == state_before
+    assert read_state(b.root) == state_before
 
 
 def test_backups_are_pruned_to_backup_keep(make_device) -> None:

@@ -19,6 +19,7 @@ import pytest
 from fleet import Device
 from roam_core.engine import memo
 from roam_core.engine import status as status_module
+from roam_core.engine.state import load_state, save_state
 
 MEMO = Path("roam/cache/status.json")
 
@@ -112,16 +113,16 @@ def _rules_share_a_folder(d: Device) -> None:
 
 
 def _push_elsewhere_then_pull(d: Device) -> None:
-    # state.json changes (a new generation), the home's files too
+    # the state changes (a new generation), the home's files too
     d.write("SOUL.md", "soul 2\n")
     assert d.roam("push").code == 0
 
 
 def _state_records_a_conflict(d: Device) -> None:
-    path = d.root / "roam/state.json"
-    state = json.loads(path.read_text())
-    state["conflicts"] = {"SOUL.md": "changed here and in the store"}
-    path.write_text(json.dumps(state))
+    state = load_state(d.root / "roam")
+    assert state is not None
+    state.conflicts = {"SOUL.md": "changed here and in the store"}
+    save_state(d.root / "roam", state)
 
 
 MUTATIONS = [_edit_same_size, _append, _add_beside, _add_folder, _delete, _chmod, _rename,

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from fleet import Device, new_key
+from support.state_files import read_state
 
 
 def _home(dev: Device, files: int = 0) -> None:
@@ -172,7 +173,7 @@ def test_wrong_key_is_refused_without_plaintext(make_device) -> None:
     assert result.code == 1
     assert "cannot open" in result.err
     assert "soul" not in (result.out + result.err).lower()
-    assert not (b.root / "roam" / "state.json").exists()
+    assert not (b.root / "roam" / "state.db").exists()
 
 
 @pytest.mark.parametrize("raw,ok", [
@@ -210,8 +211,8 @@ def test_doctor_passes_then_fails_on_rolled_back_head(tmp_path: Path) -> None:
     assert doctor.code == 1
     assert "rollback refused" in doctor.out
     assert a.roam("pull").code == 1
-    # deleting state.json does not reset the floor
-    (a.root / "roam" / "state.json").unlink()
+    # deleting the state does not reset the floor
+    (a.root / "roam" / "state.db").unlink()
     assert "rollback refused" in a.roam("doctor").out
 
 
@@ -267,24 +268,21 @@ def test_full_disk_while_saving_state_keeps_old_state(
         make_device, monkeypatch: pytest.MonkeyPatch) -> None:
     import errno
 
-    from roam_core.engine import state as state_module
+    from roam_core.engine import statedb
 
     a = make_device("a")
     _home(a)
     a.roam("init", "--create-remote")
-    before = (a.root / "roam" / "state.json").read_bytes()
-    real = state_module.write_atomic
+    before = read_state(a.root)
 
-    def full(path: Path, data: bytes, mode: int = 0o600) -> None:
-        if path.name == "state.json":
-            raise OSError(errno.ENOSPC, "No space left on device", str(path))
-        real(path, data, mode)
+    def full(conn: object) -> None:  # the state's commit, as SQLite fails it on a full disk
+        raise OSError(errno.ENOSPC, "No space left on device", "state.db")
 
-    monkeypatch.setattr(state_module, "write_atomic", full)
+    monkeypatch.setattr(statedb, "commit", full)
     result = a.roam("push")
     assert result.code == 1
     assert "No space left" in result.err
-    assert (a.root / "roam" / "state.json").read_bytes() == before
+    assert read_state(a.root) == before
     leftovers = [p for p in (a.root / "roam").iterdir() if p.name.startswith(".roam-tmp-")]
     assert leftovers == []
 

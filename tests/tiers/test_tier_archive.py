@@ -18,6 +18,7 @@ import pytest
 from hermes_fleet import new_key, plain_home, roam_inprocess
 
 from roam_core.tiers import sessions as sessions_tier
+from support.state_files import read_state
 
 STAND_IN = Path(__file__).with_name("stand_in_hermes.py")
 
@@ -61,7 +62,7 @@ def roam(home: Path, *args: str) -> Any:
 
 def device_id(home: Path) -> str:
     """The device's id: its archive namespace in the store."""
-    return str(json.loads((home / "roam/state.json").read_text())["device_id"])
+    return str(read_state(home)["device_id"])
 
 
 def archive_paths(result: dict[str, Any]) -> list[str]:

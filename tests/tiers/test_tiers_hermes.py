@@ -18,6 +18,7 @@ from hermes_fleet import clone, jobs, join, make_desk, new_key, ok, roam_inproce
 from roam_core.tiers import cron_lock
 from support.hermes_env import HermesHome, HomeFactory
 from support.locks import flock_held
+from support.state_files import read_state
 
 pytestmark = pytest.mark.hermes
 
@@ -47,7 +48,7 @@ def test_session_archive_lands_read_only_is_listed_and_never_travels_back(pair: 
     assert pushed["session_archive"]["sessions"] == 2, pushed
     archived = sorted(p for p in pushed["added"] if p.startswith("archive/sessions/"))
     assert [p.split("/")[3] for p in archived] == ["default", "work"]
-    desk_id = json.loads((desk.path / "roam/state.json").read_text())["device_id"]
+    desk_id = read_state(desk.path)["device_id"]
     assert all(p.startswith(f"archive/sessions/{desk_id}/") for p in archived)
     assert not any(p.startswith(("sessions/", "state.db")) for p in pushed["added"])
     # A re-export stamps a new time into every file: still nothing to push.
@@ -73,7 +74,7 @@ def test_session_archive_lands_read_only_is_listed_and_never_travels_back(pair: 
     # The laptop publishes its own namespace; the desk's is carried, never re-pushed.
     ok(laptop.oneshot("a laptop question"))
     again = json.loads(ok(laptop.roam("push", "--json")).stdout)
-    laptop_id = json.loads((laptop.path / "roam/state.json").read_text())["device_id"]
+    laptop_id = read_state(laptop.path)["device_id"]
     assert [p.split("/")[2] for p in again["added"] if p.startswith("archive/")] == [laptop_id]
     assert not [p for p in again["removed"] if p.startswith(f"archive/sessions/{desk_id}/")]
     assert not [p for p in again["added"] if p.startswith("roam/")]

@@ -21,13 +21,13 @@ from roam_core.engine.journal import KEPT_SUFFIX, Install, Op, kept_marker, sha2
 from roam_core.engine.scan import stat_signature
 from roam_core.engine.session import Session
 from roam_core.errors import UserError
-from roam_core.store.manifest import check_path
+from roam_core.store.manifest import FileEntry, check_path
 from roam_core.tiers.cron import is_jobs_file
 
 _STAMP = re.compile(r"^[0-9]{8}T[0-9]{12}Z$")
 
 
-def unpushed_paths(ops: Iterable[Op], base: Mapping[str, Mapping[str, Any]],
+def unpushed_paths(ops: Iterable[Op], base: Mapping[str, FileEntry],
                    merged: Collection[str], overwrite: bool) -> set[str]:
     """Paths whose local version an install replaces although the store never received it.
 
@@ -39,7 +39,8 @@ def unpushed_paths(ops: Iterable[Op], base: Mapping[str, Mapping[str, Any]],
     for op in ops:
         if op.expect is None or op.original_sha is None:
             continue  # nothing was there
-        if op.original_sha == (base.get(op.rel) or {}).get("sha256"):
+        entry = base.get(op.rel)
+        if entry is not None and op.original_sha == entry.sha256:
             continue
         if (op.rel in merged or is_jobs_file(op.rel)) and not overwrite:
             continue

@@ -78,7 +78,7 @@ def carried_modes(session: Session, state: LocalState) -> dict[str, int] | None:
     """Each base path's synced mode when the home keeps no modes; None when it does."""
     if keeps_modes(session.state_dir):
         return None
-    return {rel: int(entry.get("mode") or 0o644) for rel, entry in state.base.items()}
+    return {rel: entry.mode or 0o644 for rel, entry in state.base.items()}
 
 
 def home_files(session: Session, state: LocalState) -> dict[str, LocalFile]:

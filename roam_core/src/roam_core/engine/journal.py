@@ -7,7 +7,7 @@ Order of work (docs/decisions.md, "Installs"):
    `roam/backups/<stamp>/`, and the file system is synced;
 3. phase `installing`: temps are renamed over their targets, each new folder renamed into
    place once (so it appears complete), deletions unlinked, synced;
-4. the commit point: state.json, naming this install's stamp, replaces the old one; then
+4. the commit point: the state (state.db), naming this install's stamp, is committed; then
    the journal goes away.
 A crash before the commit point is rolled back by the next command, a crash after it rolled
 forward (the journal is removed); a target whose original cannot be proven restorable is
@@ -257,7 +257,7 @@ class Install:
                 self._prune_emptied(order)
             syncfs(self.root)
             kill_point("journal:installed")
-            # the commit point: state.json naming this install replaces the old one
+            # the commit point: the state naming this install is committed (one transaction)
             new_state.install = self.stamp
             save_state(self.state_dir, new_state)
         except BaseException as error:
@@ -487,7 +487,7 @@ def _missing_folder(root: str, rel: str, checked: set[str], missing: set[str]) -
 
 
 def _committed(state_dir: Path, stamp: object) -> bool:
-    """Whether state.json already names the install `stamp` (it is then complete)."""
+    """Whether the state already names the install `stamp` (it is then complete)."""
     try:
         state = load_state(state_dir)
     except RoamError:

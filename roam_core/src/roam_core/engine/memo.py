@@ -1,9 +1,9 @@
 """A remembered `roam status`: when nothing it looked at has changed, it is not worked out again.
 
-A full look costs reading state.json (every path of the last generation with its blob
-references), the stat cache, one scope decision per name and one `lstat` per shared file.
+A full look costs reading the state (every path of the last generation with its digest),
+the stat cache, one scope decision per name and one `lstat` per shared file.
 Most of the time none of it changed. The memo (`roam/cache/status.json`) records what the last
-full look saw and found: the signature of state.json, a fingerprint of the scope rules, the
+full look saw and found: the state's save count (`serial`), a fingerprint of the scope rules, the
 signature of every folder it listed and of every shared file, this device's record without
 its generation entries, and the changes. A later status whose signatures all still match
 returns those changes after one `lstat` per folder and per file.
@@ -25,8 +25,8 @@ from dataclasses import fields
 from typing import TYPE_CHECKING, Any
 
 from roam_core import __version__
-from roam_core.engine.scan import stat_signature
-from roam_core.engine.state import STATE_FILE, LocalState
+from roam_core.engine import statedb
+from roam_core.engine.state import LocalState
 from roam_core.fs import write_atomic
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from roam_core.scope.model import ScopeModel
 
 MEMO_FILE = "status.json"
-VERSION = 3
+VERSION = 4
 #: Anything changed this close to the look is recorded as unknown.
 RACY_NS = 2_000_000_000
 _HEAVY = ("base", "projections")
@@ -51,11 +51,13 @@ def _key(session: Session, scope: ScopeModel,
 
 
 def state_signature(session: Session) -> list[int] | None:
-    """Taken before state.json is read: a later change then makes the memo stale, not wrong."""
-    try:
-        return stat_signature(os.lstat(session.state_dir / STATE_FILE))
-    except OSError:
-        return None
+    """Taken before the state is read: a later change then makes the memo stale, not wrong.
+
+    The state's save count, not its file's times: two saves within one tick of the file
+    system's clock could leave the same times behind.
+    """
+    serial = statedb.read_serial(session.state_dir)
+    return None if serial is None else [serial]
 
 
 def recall(session: Session) -> tuple[LocalState, dict[str, list[Any]]] | None:
@@ -108,7 +110,7 @@ def remember(session: Session, state: LocalState, signature: list[int] | None, s
                                                               st.st_ino],
                         names, _digest_of(tuple(tuple(s) for s in sigs))])
     record = {item.name: getattr(state, item.name) for item in fields(state)
-              if item.name not in _HEAVY}
+              if item.init and item.name not in _HEAVY}
     data = {"v": VERSION, "key": key, "state": record, "changes": changes, "folders": entries}
     try:
         write_atomic(session.state_dir / "cache" / MEMO_FILE,

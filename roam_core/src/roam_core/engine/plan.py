@@ -10,7 +10,6 @@ local when both did (unless overwriting was asked for).
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -123,7 +122,7 @@ class Planner:
         self.skipped: dict[str, str] = {}
         self.hidden = hidden_by([])
         self.plan = Plan(view.head.generation, view.head.device, view.snapshot.created)
-        self.new_state = copy.deepcopy(state)
+        self.new_state = state.copy()
         self.unseen: set[str] = set()
         self._formats: list[MergeFormat] | None = None
 

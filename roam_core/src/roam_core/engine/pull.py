@@ -63,7 +63,7 @@ def pull(session: Session, *, apply: bool = False, overwrite_conflicts: bool = F
         new_state.generation = state.generation
         new_state.snapshot = state.snapshot
         new_state.last_pull = state.last_pull
-        new_state.base = state.base
+        new_state.set_base(state.base)
     if plan.ops:
         if progress is not None:
             progress.begin(len(writes), planned)

@@ -142,6 +142,7 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
     files.update({rel: LocalFile(rel, item.location, item.size, item.mode, item.signature)
                   for rel, item in archive.files.items()})
     cache = StatCache(session.state_dir / "cache")
+    cache.prime(files)  # every file, not only those compared below: the rest look theirs up
     # A path the reference lacks is new whatever its bytes: it is read once, while packing,
     # instead of once to digest it and again to pack it (a first push reads every byte once).
     compare = {rel: item for rel, item in files.items()

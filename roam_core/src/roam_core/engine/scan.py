@@ -11,21 +11,23 @@ import hashlib
 import io
 import json
 import os
+import sqlite3
 import stat as stat_module
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from roam_core.engine.statedb import connect
 from roam_core.errors import UserError
-from roam_core.fs import write_atomic
 from roam_core.tiers.cron import is_jobs_file
 from roam_core.tiers.cron import projection as cron_projection
 
 if TYPE_CHECKING:
     from roam_core.scope.model import ScopeModel
 
-CACHE_FILE = "stat.json"
+CACHE_DB = "stat.db"
+LEGACY_CACHE = "stat.json"
 READ_SIZE = 1024 * 1024
 
 
@@ -45,6 +47,8 @@ class LocalFile:
     base_projection: str | None = None
     #: what travels instead of the file when a push redacted it (`redact_memories`)
     redacted: bytes | None = field(default=None, repr=False)
+    #: the digest the stat cache holds for this very signature (`StatCache.prime`)
+    cached: str | None = field(default=None, repr=False)
     _projected: bytes | None = field(default=None, repr=False)
 
     @property
@@ -115,46 +119,114 @@ def stat_signature(st: os.stat_result) -> list[int]:
 
 
 class StatCache:
-    """rel → (signature, digest) remembered between commands, under roam/cache/."""
+    """rel → (signature, digest) remembered between commands, in `roam/cache/stat.db`.
+
+    Read in one pass over its rows (`prime`), each matching file given its digest, so no
+    table of every path is held beside the files; written by the row, so a push that changed
+    ten files writes ten rows whatever the size of the home. Its loss only costs re-reading.
+    """
 
     def __init__(self, cache_dir: Path) -> None:
-        self.path = cache_dir / CACHE_FILE
+        self.path = cache_dir / CACHE_DB
+        self.primed = False
+        #: stored paths that were not among the primed files: dropped unless kept
+        self.stale: list[str] = []
+        self.pending: dict[str, tuple[Any, ...]] = {}
+
+    def prime(self, files: Mapping[str, LocalFile]) -> None:
+        """One pass over the stored rows: every file whose signature matches gets its digest."""
+        self.primed = True
+        conn = self._open()
+        if conn is None:
+            return
         try:
-            self.entries: dict[str, Any] = json.loads(self.path.read_bytes())
-        except (OSError, ValueError):
-            self.entries = {}
-        self.dirty = False
+            for rel, size, mtime, ino, ctime, digest in conn.execute("SELECT * FROM stat"):
+                item = files.get(rel)
+                if item is None:
+                    self.stale.append(rel)
+                elif item.signature == [size, mtime, ino, ctime]:
+                    item.cached = digest
+        except sqlite3.Error:
+            pass  # a damaged cache is an empty one; the next save rewrites the rows
+        finally:
+            conn.close()
 
     def lookup(self, item: LocalFile) -> str | None:
-        found = self.entries.get(item.rel)
-        if found and found[0] == item.signature:
-            return str(found[1])
-        return None
+        if self.primed:
+            return item.cached
+        conn = self._open()  # one file outside a whole pass (history): one query
+        if conn is None:
+            return None
+        try:
+            row = conn.execute("SELECT * FROM stat WHERE path = ?", (item.rel,)).fetchone()
+        except sqlite3.Error:
+            row = None
+        finally:
+            conn.close()
+        return str(row[5]) if row and list(row[1:5]) == item.signature else None
 
     def remember(self, item: LocalFile, digest: str) -> None:
-        if self.entries.get(item.rel) != [item.signature, digest]:
-            self.entries[item.rel] = [item.signature, digest]
-            self.dirty = True
+        if item.cached != digest or not self.primed:
+            item.cached = digest
+            self.pending[item.rel] = (item.rel, *item.signature, digest)
 
     def save(self, keep: Iterable[str]) -> None:
-        wanted = set(keep)
-        if set(self.entries) - wanted:
-            self.entries = {rel: v for rel, v in self.entries.items() if rel in wanted}
-            self.dirty = True
-        if self.dirty:
+        wanted = keep if isinstance(keep, (set, frozenset, dict)) else set(keep)
+        gone = [rel for rel in self.stale if rel not in wanted]
+        if not gone and not self.pending:
+            return
+        try:
+            conn = self._open(create=True)
+            assert conn is not None
             try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                write_atomic(self.path, json.dumps(self.entries).encode())
-            except OSError:
-                pass  # only slower next time
-            self.dirty = False
+                conn.execute("BEGIN IMMEDIATE")
+                conn.executemany("DELETE FROM stat WHERE path = ?", [(rel,) for rel in gone])
+                conn.executemany("INSERT OR REPLACE INTO stat VALUES (?, ?, ?, ?, ?, ?)",
+                                 list(self.pending.values()))
+                conn.execute("COMMIT")
+            finally:
+                conn.close()
+        except (OSError, sqlite3.Error):
+            pass  # only slower next time
+        self.stale, self.pending = [], {}
+
+    def _open(self, create: bool = False) -> sqlite3.Connection | None:
+        legacy = self.path.with_name(LEGACY_CACHE)
+        if not self.path.exists() and not create and not legacy.exists():
+            return None
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # a cache: a save lost to a crash is only slower, so commits are not synced
+            conn = connect(self.path, durable=False)
+            conn.execute("CREATE TABLE IF NOT EXISTS stat (path TEXT PRIMARY KEY, size INTEGER,"
+                         " mtime INTEGER, ino INTEGER, ctime INTEGER, sha256 TEXT) WITHOUT ROWID")
+        except (OSError, sqlite3.Error):
+            return None
+        if legacy.exists():
+            _migrate_cache(conn, legacy)
+        return conn
+
+
+def _migrate_cache(conn: sqlite3.Connection, legacy: Path) -> None:
+    """Carry an earlier roam's `stat.json` into the table once, then remove it."""
+    try:
+        entries = json.loads(legacy.read_bytes())
+        rows = [(rel, *signature, digest) for rel, (signature, digest) in entries.items()
+                if isinstance(signature, list) and len(signature) == 4]
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany("INSERT OR REPLACE INTO stat VALUES (?, ?, ?, ?, ?, ?)", rows)
+        conn.execute("COMMIT")
+    except (OSError, ValueError, TypeError, AttributeError, sqlite3.Error):
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+    legacy.unlink(missing_ok=True)
 
 
 def list_shared(scope: ScopeModel, projections: Mapping[str, str] | None = None, *,
                 modes: Mapping[str, int] | None = None) -> dict[str, LocalFile]:
     """Every shared regular file of the home (no content read).
 
-    `projections` are the config projections this device last accepted (state.json).
+    `projections` are the config projections this device last accepted (the state).
     `modes` is given when the home's file system keeps no modes (`engine.filemodes`): a
     file's mode is then its entry there, or 0644 for a new file, never what the disk says.
     """
@@ -184,6 +256,8 @@ def digest_file(item: LocalFile, host_keys: Iterable[str] = ()) -> str:
 def fill_digests(files: dict[str, LocalFile], cache: StatCache,
                  host_keys: Iterable[str] = ()) -> None:
     """Give every file its digest: from the stat cache, or by reading it once."""
+    if not cache.primed:
+        cache.prime(files)
     for item in files.values():
         if item.sha256 is None and not item.is_config:  # projections depend on the rules
             item.sha256 = cache.lookup(item)

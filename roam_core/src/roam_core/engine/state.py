@@ -1,37 +1,44 @@
-"""The device's own record of the fleet: `state.json` and the rollback floor `floor.json`.
+"""The device's own record of the fleet: `state.db` and the rollback floor `floor.json`.
 
-Both live under `<root>/roam/` and are replaced atomically, so a full disk or a crash leaves
-the previous version intact. The floor is keyed by the store id sealed inside HEAD (the
-backend's identity is kept beside it as a hint only), so one store reached under several
-names has one floor; it survives the deletion of `state.json`, and `state.json` alone holds
-it as well: a store can never be rolled back below what this device verified.
+The state lives in SQLite (`roam_core.engine.statedb`): a save writes only the rows that
+changed, in one transaction, so a full disk or a crash leaves the previous version intact;
+`floor.json` is replaced atomically. The floor is keyed by the store id sealed inside HEAD
+(the backend's identity is kept beside it as a hint only), so one store reached under several
+names has one floor; it survives the deletion of `state.db`, and the state alone holds it as
+well: a store can never be rolled back below what this device verified.
 """
 
 from __future__ import annotations
 
+import copy
 import json
+import sqlite3
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from roam_core.engine import statedb
 from roam_core.errors import ConfigError, IntegrityError
 from roam_core.fs import ensure_private_dir, write_atomic
-from roam_core.store.manifest import FileEntry, Manifest
+from roam_core.store.manifest import Manifest, synced_mode
 
-STATE_FILE = "state.json"
+STATE_FILE = statedb.STATE_DB
 FLOOR_FILE = "floor.json"
 
 
 @dataclass
 class LocalState:
-    """What this device last agreed with the store."""
+    """What this device last agreed with the store.
+
+    The base (every path of the last synced generation) is read from the database only when
+    asked for (`base_manifest`): a status compares digests straight from the rows instead.
+    """
 
     device: str
     store: str
     identity: str
     generation: int | None = None
     snapshot: str | None = None
-    base: dict[str, dict[str, Any]] = field(default_factory=dict)
     projections: dict[str, str] = field(default_factory=dict)
     conflicts: dict[str, str] = field(default_factory=dict)
     #: merged files (configs, memories) -> the keys or entries kept local as conflicts
@@ -44,45 +51,131 @@ class LocalState:
     install: str | None = None
     #: this device's random id (chosen at init); `device` is only its name
     device_id: str | None = None
+    #: where this state was read from or last saved to, and the save count seen there
+    _dir: Path | None = field(default=None, init=False, repr=False, compare=False)
+    _serial: int = field(default=0, init=False, repr=False, compare=False)
+    #: the base as set or read (None: not read yet), and as the database holds it
+    _base: Manifest | None = field(default=None, init=False, repr=False, compare=False)
+    _stored: Manifest | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def id(self) -> str:
         """The device id; a state written before ids keeps its name as its id."""
         return self.device_id or self.device
 
+    @property
+    def base(self) -> Manifest:
+        return self.base_manifest()
+
     def base_manifest(self) -> Manifest:
-        return {path: FileEntry.from_json(path, data, "state.json")
-                for path, data in self.base.items()}
+        """The last synced generation's entries, read from the database on first use."""
+        if self._base is None:
+            self._base = self._stored = self._read_base()
+        return self._base
 
     def set_base(self, manifest: Manifest) -> None:
-        self.base = {path: entry.as_json() for path, entry in sorted(manifest.items())}
+        self._base = manifest
+
+    def base_digests(self) -> dict[str, tuple[str, int]]:
+        """Each base path → (sha256, synced mode), without making an entry per path."""
+        if self._base is not None or self._dir is None:
+            return {rel: (entry.sha256, synced_mode(entry.mode))
+                    for rel, entry in self.base.items()}
+        with self._reading() as conn:
+            return {rel: (sha, synced_mode(mode)) for rel, sha, mode in
+                    statedb.iter_digests(conn)}
+
+    def copy(self) -> LocalState:
+        """A copy to change: its own small fields, the same (never mutated) base entries."""
+        other = copy.copy(self)
+        for name in ("projections", "conflicts", "entry_conflicts", "unseen"):
+            setattr(other, name, copy.deepcopy(getattr(self, name)))
+        return other
+
+    def _read_base(self) -> Manifest:
+        if self._dir is None:
+            return {}
+        with self._reading() as conn:
+            return {entry.path: entry for entry in statedb.iter_base(conn)}
+
+    def _reading(self) -> Any:
+        return _Reading(self)
 
 
-#: What each field of `state.json` may hold; anything else is a damaged file, not a default.
+class _Reading:
+    """A read transaction on the state a `LocalState` was loaded from, checked unchanged."""
+
+    def __init__(self, state: LocalState) -> None:
+        self.state = state
+        self.conn: sqlite3.Connection | None = None
+
+    def __enter__(self) -> sqlite3.Connection:
+        assert self.state._dir is not None
+        path = self.state._dir / statedb.STATE_DB
+        try:
+            self.conn = statedb.open_state(self.state._dir)
+            if self.conn is None:
+                raise ConfigError(f"{path} vanished while roam was using it; run the command "
+                                  "again")
+            self.conn.execute("BEGIN")
+            if statedb.serial(self.conn) != self.state._serial:
+                raise ConfigError(f"{path} changed while roam was using it; run the command "
+                                  "again")
+        except sqlite3.Error as error:
+            self.__exit__()
+            raise statedb.damaged(path, error) from None
+        except BaseException:
+            self.__exit__()
+            raise
+        return self.conn
+
+    def __exit__(self, *exc: object) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+
+#: What each field of the state may hold; anything else is a damaged file, not a default.
 _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "device": (str,), "store": (str,), "identity": (str,), "generation": (int, type(None)),
-    "snapshot": (str, type(None)), "base": (dict,), "projections": (dict,),
+    "snapshot": (str, type(None)), "projections": (dict,),
     "conflicts": (dict,), "entry_conflicts": (dict,), "last_push": (int, type(None)),
     "last_pull": (int, type(None)),
     "unseen": (list,), "install": (str, type(None)), "device_id": (str, type(None)),
 }
-RECOVERY_DOC = "docs/troubleshooting.md"
+RECOVERY_DOC = statedb.RECOVERY_DOC
 
 
 def load_state(state_dir: Path) -> LocalState | None:
     path = state_dir / STATE_FILE
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as error:
-        raise ConfigError(f"{path} is unreadable ({error}); move it aside, run roam init "
-                          f"(see {RECOVERY_DOC})") from None
+        conn = statedb.open_state(state_dir)
+        if conn is None:
+            return None
+        try:
+            meta = statedb.read_meta(conn)
+        finally:
+            conn.close()
+    except sqlite3.Error as error:
+        raise statedb.damaged(path, error) from None
+    if not meta:
+        return None  # made, but never saved to: a crash before the first commit
+    try:
+        number = int(meta.pop("serial", "0"))
+        data = {name: json.loads(value) for name, value in meta.items()}
+    except ValueError as error:
+        raise statedb.damaged(path, error) from None
+    check_fields(path, data)
+    state = LocalState(**data)
+    state._dir, state._serial = state_dir, number
+    return state
+
+
+def check_fields(path: Path, data: dict[str, Any]) -> None:
     problem = _state_problem(data)
     if problem is not None:
         raise ConfigError(f"{path} is not roam state ({problem}); move it aside, run roam "
                           f"init (see {RECOVERY_DOC})")
-    return LocalState(**data)
 
 
 def _state_problem(data: object) -> str | None:
@@ -102,11 +195,40 @@ def _state_problem(data: object) -> str | None:
 
 
 def save_state(state_dir: Path, state: LocalState) -> None:
-    ensure_private_dir(state_dir)
-    # a shallow dict and compact JSON: asdict's deep copy and the pure-Python indenting
-    # encoder took seconds on a home of 20,000 files
-    data = {item.name: getattr(state, item.name) for item in fields(state)}
-    write_atomic(state_dir / STATE_FILE, json.dumps(data, separators=(",", ":")).encode())
+    """Write what changed since the state was read, in one transaction (the commit point).
+
+    A state read from this folder and unchanged since (its `serial`) is compared with the
+    base it read; any other is compared row by row with what is stored.
+    """
+    from roam_core.engine.journal import kill_point  # the journal imports this module
+
+    meta = {item.name: json.dumps(getattr(state, item.name), separators=(",", ":"))
+            for item in fields(state) if item.init}
+    ours = state._dir == state_dir
+    base = state._base if state._base is not None or ours else {}
+    path = state_dir / STATE_FILE
+    try:
+        conn = statedb.create(state_dir)
+    except sqlite3.Error as error:
+        raise statedb.damaged(path, error) from None
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        number = statedb.serial(conn)
+        stored = state._stored if ours and number == state._serial else None
+        if statedb.write_changes(conn, meta, base, stored):
+            number += 1
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('serial', ?)", (str(number),))
+        kill_point("state:written")
+        statedb.commit(conn)
+    except sqlite3.Error as error:
+        raise OSError(f"{path}: {error}") from None
+    finally:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        conn.close()
+    state._dir, state._serial = state_dir, number
+    if base is not None:
+        state._base = state._stored = base
 
 
 def load_floor(state_dir: Path, store: str, identity: str,

@@ -33,14 +33,13 @@ def local_changes(session: Session, state: LocalState | None = None, *,
     `skipped` lists [path, reason] for what the walk left out (a symlink, an unreadable
     folder, an odd name); what the base holds there is not removed, it is carried forward.
 
-    With `signature` (state.json's, taken before `state` was read) the look is remembered
+    With `signature` (the state's, taken before `state` was read) the look is remembered
     for the next status (`roam_core.engine.memo`).
     """
     started = time.time_ns()
     state = state or session.require_state()
-    # digests and modes straight from state.json: no FileEntry per path on this hot path
-    base = {rel: (entry.get("sha256"), synced_mode(int(entry.get("mode") or 0)))
-            for rel, entry in state.base.items()}
+    # digests and modes straight from the state's rows: no FileEntry per path on this hot path
+    base = state.base_digests()
     scope = session.scope
     files = list_shared(scope, state.projections, modes=carried_modes(session, state))
     # as the walk saw them, before the inventory is set aside below
