@@ -40,7 +40,7 @@ def bounds(results: list[Result], rates: dict[str, float]) -> list[str]:
         "1": "a remembered status (roam/cache/status.json) costs one interpreter start-up and "
              "the CLI's imports (~0.1 s), loading the scope rules (~0.02 s) and one `lstat` "
              "per folder and per shared file in Python (~0.07 s on `large`); a full look, the "
-             "first status after a change, also reads state.json and the stat cache and "
+             "first status after a change, also reads the state's digests and the stat cache and "
              "decides every name (see the notes).",
         "2": f"bytes are hashed in Python at {python_sha:.0f} MB/s against the machine's "
              f"{machine_sha:.0f} MB/s (`openssl speed`); packs are compressed and sealed in "
@@ -48,12 +48,13 @@ def bounds(results: list[Result], rates: dict[str, float]) -> list[str]:
              "on `large`, each fsynced before it is linked; folders are synced once per "
              "barrier).",
         "3": "an incremental push pays the same walk and state reading as a full status "
-             "look, then rewrites state.json and the stat cache (20,000 entries each).",
+             "look, and reads every base entry from state.db (it writes only the changed "
+             "rows).",
         "4": "file creation and writing in the kernel (ext4_create and the page-cache copy "
              "are most of the time; restic spreads them over goroutines on both cores, roam "
              "creates files from one thread while a second reads, decrypts and decompresses "
              "ahead), the 3,000 tree objects read and checked before anything is written "
-             "(~0.3 s), and the durability restic skips: the journal and state.json are "
+             "(~0.3 s), and the durability restic skips: the journal and the state are "
              "fsynced and the file system is synced before anything is renamed into place.",
         "5": "peak RSS includes the interpreter and two packs being sealed.",
         "6a": "interpreter start-up plus importing the CLI's modules (boto3, GitPython and "

@@ -200,13 +200,13 @@ def _base_changes(conn: sqlite3.Connection, base: Mapping[str, FileEntry],
         return upserts, deletes
     seen = 0
     for row in conn.execute("SELECT * FROM base"):
-        entry = base.get(row[0])
-        if entry is None:
+        new = base.get(row[0])
+        if new is None:
             deletes.append(row[0])
             continue
         seen += 1
-        if entry_row(entry) != row:
-            upserts.append(entry)
+        if entry_row(new) != row:
+            upserts.append(new)
     if seen < len(base):
         have = set(stored_paths(conn))
         upserts.extend(entry for path, entry in base.items() if path not in have)
