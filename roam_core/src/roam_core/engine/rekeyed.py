@@ -1,7 +1,7 @@
 """A device catching up with a key rotation: its merge base re-pointed at the re-sealed blobs.
 
 A rotation keeps every generation's number and content but renames every blob (names are a
-keyed hash), so the base manifest in `state.json` still names blobs the store no longer
+keyed hash), so the base manifest in the state still names blobs the store no longer
 holds. The first push or pull under a new key finds the generation this device is on in the
 rotated store (same number, on HEAD's chain), and takes each base entry's blob references
 from it, matched by path and content. The floor needs nothing: it is keyed by the store id,
@@ -76,7 +76,7 @@ def rebase(state: LocalState, repo: Repository, view: RemoteView) -> None:
         state.set_base(rebased(state.base_manifest(), manifest))
         state.snapshot = snapshot_id
     else:
-        state.base = {}  # nothing to match against: the next pull compares as a first one
+        state.set_base({})  # nothing to match against: the next pull compares as a first one
 
 
 def snapshot_at(repo: Repository, view: RemoteView, generation: int
