@@ -24,7 +24,7 @@ from roam_core.engine.state import RECOVERY_DOC, load_floor
 from roam_core.errors import ArchiveKeyError, IntegrityError, UserError
 from roam_core.store.forgets import forgotten
 from roam_core.store.manifest import BlobRef, FileEntry, check_manifest, check_path
-from roam_core.store.objects import snapshot_key, tree_key
+from roam_core.store.objects import index_key, snapshot_key, tree_key
 from roam_core.store.repository import Repository
 
 #: Deeper trees are refused (the same bound the reader applies).
@@ -361,7 +361,16 @@ class Checker:
                 report.add(f"blob {blob_id[:16]}", f"in {pack} is not listed by any index "
                            f"{where}")
                 self.unlisted.setdefault(pack, set()).add(ref)
-        for pack in sorted(set(indexed) - packs - self.lost_packs):
+        gone = set(indexed) - packs - self.lost_packs
+        if gone:
+            # a prune deletes a pack and, a sweep later, an index written after its mark:
+            # what a pending mark names is on its way out, not lost
+            from roam_core.engine.lease import marked_keys
+
+            marked = marked_keys(self.repo)
+            gone = {pack for pack in gone
+                    if pack not in marked and index_key(named_by[pack]) not in marked}
+        for pack in sorted(gone):
             # its blobs may read from other copies, but an index still counts on it: a push
             # or a reader could go there first; the repair voids it
             report.add(f"pack {pack}", f"is missing from the store (index "
