@@ -61,6 +61,22 @@ class Summary:
     by_method: dict[str, int]
 
 
+def git_operation(request: Request) -> str:
+    """Which git smart-HTTP operation class a request belongs to.
+
+    `advertise` (GET info/refs, the start of every git command's conversation), `ls-refs`
+    (an upload-pack POST asking for refs, protocol v2), `fetch` (an upload-pack POST asking
+    for objects), `receive-pack` (a push's POST: pack and ref update), or `other`.
+    """
+    if request.method == "GET" and "/info/refs" in request.target:
+        return "advertise"
+    if request.method == "POST" and request.target.endswith("/git-upload-pack"):
+        return "ls-refs" if b"command=ls-refs" in request.body_head else "fetch"
+    if request.method == "POST" and request.target.endswith("/git-receive-pack"):
+        return "receive-pack"
+    return "other"
+
+
 def summarize(requests: list[Request]) -> Summary:
     """Count requests, connections, waves and the most requests in flight at once."""
     events: list[tuple[float, int]] = []

@@ -140,9 +140,20 @@ class NetworkBench(Bench):
         """First push, status, incremental push and pull of `name` at this RTT."""
         home = self.home(name)  # generated once, cached; listing for restic
         listing = self.workdir / f"{name}.files"
-        push = self._result("N2", "first push", name, "≤ 1.0× restic backup", 1.0)
         restic = self.restic(name)
-        roam = self.roam(home)
+        results = [self.first_pushes(name, home, listing, restic),
+                   self.statuses(name, home, listing, restic),
+                   self.incrementals(name, home, listing, restic),
+                   self.pulls(name, restic)]
+        for result in results:
+            result.notes.append(f"requests per run, roam / restic: {result.requests('roam')} / "
+                                f"{result.requests('restic')}; roam's waves (round trips "
+                                f"waited one after another): {result.waves()}")
+        return results
+
+    def first_pushes(self, name: str, home: Path, listing: Path, restic: Restic) -> NetResult:
+        """A fresh store's first push against restic's first backup, `runs` times."""
+        push = self._result("N2", "first push", name, "≤ 1.0× restic backup", 1.0)
         for run in range(self.runs):
             self.say(f"network {self.rtt * 1000:.0f} ms, first push ({name}): run {run + 1}")
 
@@ -156,6 +167,11 @@ class NetworkBench(Bench):
                                     lambda: restic.backup(home, listing))()
 
             self.pair(push, roam_step, restic_step, run)
+        return push
+
+    def statuses(self, name: str, home: Path, listing: Path, restic: Restic) -> NetResult:
+        """`status` with nothing changed against a no-change backup."""
+        roam = self.roam(home)
         status = self._result("N1", "status, nothing changed", name, "≤ 0.3× restic", 0.3)
         roam("status")
         time.sleep(2.5)  # the remembered status trusts only changes older than 2 s
@@ -164,30 +180,43 @@ class NetworkBench(Bench):
             self.pair(status, self.counted(status.roam_requests, lambda: roam("status")),
                       self.counted(status.restic_requests,
                                    lambda: restic.backup(home, listing)), run)
-        incremental = self._result("N3", "incremental push", name, "≤ 0.5× restic", 0.5)
+        return status
+
+    def edit(self, home: Path, listing: Path, run: int) -> None:
+        """What changes before each incremental push: one skill edited, one memory added."""
         edited = next(rel for rel in homes.shared_paths(home) if rel.endswith("SKILL.md"))
+        with (home / edited).open("a") as handle:
+            handle.write(f"\nedited in network run {run}\n")
+        with (home / "memories" / "MEMORY.md").open("a") as handle:
+            handle.write(f"§ network run {run}: the user prefers tea\n")
+
+    def incrementals(self, name: str, home: Path, listing: Path, restic: Restic) -> NetResult:
+        """An incremental push after `edit` against restic's backup of the same change."""
+        roam = self.roam(home)
+        incremental = self._result("N3", "incremental push", name, "≤ 0.5× restic", 0.5)
         for run in range(self.runs):
             self.say(f"network {self.rtt * 1000:.0f} ms, incremental ({name}): run {run + 1}")
-            with (home / edited).open("a") as handle:
-                handle.write(f"\nedited in network run {run}\n")
-            with (home / "memories" / "MEMORY.md").open("a") as handle:
-                handle.write(f"§ network run {run}: the user prefers tea\n")
+            self.edit(home, listing, run)
             self.pair(incremental,
                       self.counted(incremental.roam_requests, lambda: roam("push", "--quiet")),
                       self.counted(incremental.restic_requests,
                                    lambda: restic.backup(home, listing)), run)
+        return incremental
+
+    def join(self, name: str) -> Sample:
+        """The timed part of a new device's pull: `pull --apply` (init is untimed)."""
+        other = self.second_device(name)
+        sample = self.roam(other)("pull", "--apply")
+        self.trash.discard(other)
+        return sample
+
+    def pulls(self, name: str, restic: Restic) -> NetResult:
+        """`join` into an empty home against `restic restore`."""
         pull = self._result("N4", "pull --apply into an empty home", name,
                             "≤ 1.0× restic restore", 1.0)
         target = self.workdir / "restore"
         for run in range(self.runs):
             self.say(f"network {self.rtt * 1000:.0f} ms, pull ({name}): run {run + 1}")
-
-            def pull_step() -> Sample:
-                other = self.second_device(name)
-                sample = self.counted(pull.roam_requests,
-                                      lambda: self.roam(other)("pull", "--apply"))()
-                self.trash.discard(other)
-                return sample
 
             def restore_step() -> Sample:
                 self.trash.discard(target)
@@ -196,13 +225,9 @@ class NetworkBench(Bench):
                 self.trash.discard(target)
                 return sample
 
-            self.pair(pull, pull_step, restore_step, run)
-        results = [push, status, incremental, pull]
-        for result in results:
-            result.notes.append(f"requests per run, roam / restic: {result.requests('roam')} / "
-                                f"{result.requests('restic')}; roam's waves (round trips "
-                                f"waited one after another): {result.waves()}")
-        return results
+            self.pair(pull, self.counted(pull.roam_requests, lambda: self.join(name)),
+                      restore_step, run)
+        return pull
 
 
 def run_network(base: Bench, name: str, rtts: tuple[float, ...] = RTTS) -> list[NetResult]:

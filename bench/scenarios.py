@@ -212,14 +212,16 @@ class Bench:
             self.pair(result, roam_step, restic_step, run)
         return result
 
-    def second_device(self, name: str) -> Path:
+    def second_device(self, name: str, *, init: bool = True) -> Path:
+        """An empty home set up for `name`'s store; `roam init` run there unless not `init`."""
         other = self.workdir / "device-b"
         self.trash.discard(other)
         other.mkdir(parents=True)
         lines = ["plugins:", "  entries:", "    roam:", "      settings:"]
         lines += [f"        {k}: {v}" for k, v in self.settings(name, "bench-b").items()]
         (other / "config.yaml").write_text("\n".join(lines) + "\n")
-        self.roam(other)("init")
+        if init:
+            self.roam(other)("init")
         return other
 
     def roam(self, home: Path) -> Roam:

@@ -1,7 +1,8 @@
 """On git over smart HTTP an operation is one fetch and at most one push, whatever the home.
 
 The remote (`git http-backend` on 127.0.0.1) sits behind bench/netproxy.py, which logs every
-HTTP request with its body's first bytes, so each request falls in one operation class:
+HTTP request with its body's first bytes, so each request falls in one operation class
+(`netproxy.git_operation`):
 
 - `advertise`: GET info/refs, the start of any git conversation (one per git command);
 - `ls-refs`: an upload-pack POST asking for the refs (protocol v2 `command=ls-refs`);
@@ -23,9 +24,11 @@ from campaign.harness import Home, Runner, Store, new_key
 from support.git_remotes import bare_repo, smart_http
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from netproxy import LatencyProxy, Request, latency_proxy
+from netproxy import LatencyProxy, Request, git_operation, latency_proxy
 
 #: The most of each class one operation may cost; a class not named must not occur.
+#: (A pack over git's http.postBuffer, 1 MiB, adds one small probe `receive-pack` POST; the
+#: packs here are far smaller, so one push is exactly one.)
 FIRST_PUSH = {"advertise": 2, "ls-refs": 1, "fetch": 0, "receive-pack": 1}
 INCREMENTAL_PUSH = FIRST_PUSH  # the tip is the one this device pushed: nothing to fetch
 STATUS = {"advertise": 1, "ls-refs": 1}
@@ -34,19 +37,8 @@ PULL = {"advertise": 2, "ls-refs": 2, "fetch": 1}  # a look, then one fetch of t
 INIT = {"advertise": 3, "ls-refs": 3, "fetch": 1}
 
 
-def operation_class(request: Request) -> str:
-    """Which git operation class an HTTP request belongs to (see the module docstring)."""
-    if request.method == "GET" and "/info/refs" in request.target:
-        return "advertise"
-    if request.method == "POST" and request.target.endswith("/git-upload-pack"):
-        return "ls-refs" if b"command=ls-refs" in request.body_head else "fetch"
-    if request.method == "POST" and request.target.endswith("/git-receive-pack"):
-        return "receive-pack"
-    return "other"
-
-
 def classes(requests: list[Request]) -> Counter[str]:
-    return Counter(operation_class(request) for request in requests)
+    return Counter(git_operation(request) for request in requests)
 
 
 def assert_within(proxy: LatencyProxy, bounds: dict[str, int], what: str) -> Counter[str]:
