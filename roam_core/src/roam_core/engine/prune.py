@@ -127,8 +127,12 @@ def garbage(repo: Repository, needed: Reach, pending: Iterable[str]
 
 
 def _dead(pack: str, holds: dict[str, set[str]], needed: Reach) -> bool:
-    """A pack no kept generation names and none of whose indexed blobs one needs."""
-    return pack not in needed.packs and not holds.get(pack, set()) & needed.blobs
+    """A pack no kept generation names and none of whose indexed blobs one needs.
+
+    Tree ids count as needed blobs too: a format that stores trees in packs keeps them.
+    """
+    held = holds.get(pack, set())
+    return pack not in needed.packs and not (held & needed.blobs or held & needed.trees)
 
 
 def prune(session: Session, *, apply: bool, grace_minutes: float | None = None,
