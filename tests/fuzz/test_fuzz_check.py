@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from test_fuzz_store import KEYS, _plain, _repo, _store, _write_tree, json_values, trees
 
 from roam_core import crypto
+from roam_core.deadline import Deadline
 from roam_core.engine.check import Checker
 from roam_core.errors import RoamError
 from roam_core.store.objects import Head, canonical, snapshot_key
@@ -19,7 +20,8 @@ from roam_core.store.objects import Head, canonical, snapshot_key
 
 def _session(repo: Any, state_dir: Path) -> Any:
     return SimpleNamespace(backend=repo.backend, keys=KEYS, max_file_size=1 << 30,
-                           state_dir=state_dir, state=lambda: None)
+                           state_dir=state_dir, state=lambda: None,
+                           deadline=Deadline.after(600, "check"))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
