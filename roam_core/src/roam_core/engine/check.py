@@ -24,7 +24,7 @@ from roam_core.engine.state import RECOVERY_DOC, load_floor
 from roam_core.errors import ArchiveKeyError, IntegrityError, UserError
 from roam_core.store.forgets import forgotten
 from roam_core.store.manifest import BlobRef, FileEntry, check_manifest, check_path
-from roam_core.store.objects import index_key, snapshot_key, tree_key
+from roam_core.store.objects import snapshot_key, tree_key
 from roam_core.store.repository import Repository
 
 #: Deeper trees are refused (the same bound the reader applies).
@@ -114,6 +114,7 @@ class Checker:
         self.bad_indexes: set[str] = set()
         self.missing: set[str] = set()
         self.head_broken = False
+        self.stale_packs: set[str] = set()
         #: HEAD's generation does not read back (a tree or its snapshot damaged or lost): a
         #: device that holds it publishes it again (`roam_core.engine.rewrite`)
         self.head_unreadable = False
@@ -133,7 +134,7 @@ class Checker:
         if report.read_data:
             self._read_data()
         report.repairable = bool(self.broken or self.unlisted or self.bad_indexes
-                                 or self.lost_packs or self.missing or self.head_broken
+                                 or self.missing or self.head_broken
                                  or self.head_unreadable)
         return report
 
@@ -361,21 +362,11 @@ class Checker:
                 report.add(f"blob {blob_id[:16]}", f"in {pack} is not listed by any index "
                            f"{where}")
                 self.unlisted.setdefault(pack, set()).add(ref)
-        gone = set(indexed) - packs - self.lost_packs
-        if gone:
-            # a prune deletes a pack and, a sweep later, an index written after its mark:
-            # what a pending mark names is on its way out, not lost
-            from roam_core.engine.lease import marked_keys
-
-            marked = marked_keys(self.repo)
-            gone = {pack for pack in gone
-                    if pack not in marked and index_key(named_by[pack]) not in marked}
-        for pack in sorted(gone):
-            # its blobs may read from other copies, but an index still counts on it: a push
-            # or a reader could go there first; the repair voids it
-            report.add(f"pack {pack}", f"is missing from the store (index "
-                       f"{named_by[pack]} still names it)")
-            self.lost_packs.add(pack)
+        # A pack an index names that the store no longer holds, its blobs read from other
+        # copies (or needed by no generation): not a problem of any generation, so not
+        # reported (a prune deletes such an index a sweep after the pack), but the repair
+        # voids it so no push or reader goes there first.
+        self.stale_packs = set(indexed) - packs - self.lost_packs
         report.packs = len(referenced & packs)
         report.unreferenced_packs = len(packs - referenced)
 

@@ -90,9 +90,10 @@ def repair(session: Session, *, read_data: bool = False) -> RepairReport:
         if pack not in checker.lost_packs:
             checker.repo.write_index(pack, sorted(refs), note="rewritten by roam check --repair")
             result.indexes += 1
-    if checker.lost_packs or checker.bad_indexes:
-        checker.repo.write_void(checker.lost_packs, checker.bad_indexes)
-        result.voided_packs = len(checker.lost_packs)
+    lost = checker.lost_packs | checker.stale_packs
+    if lost or checker.bad_indexes:
+        checker.repo.write_void(lost, checker.bad_indexes)
+        result.voided_packs = len(lost)
     if result.objects:
         _publish(checker.repo)
     if checker.head_unreadable:
