@@ -264,6 +264,9 @@ class Campaign(FleetRun):
             check_memory(rel, base, local, remote, post.get(rel), overwrite)
         check_config(dev, pre, post, expect.config)
         self.fleet.after_pull(dev.model, expect)
+        dev.model.entry_open = {
+            line.split(": ", 2)[1] for line in ran[0].out.splitlines()
+            if line.startswith("  memory conflict kept local: ")}
 
     def step_restore(self, index: int) -> None:
         from campaign.checks import check_config

@@ -82,6 +82,9 @@ class DeviceModel:
     unseen: set[str] = field(default_factory=set)
     accepted: dict[str, Any] | None = None  # None: never agreed on a config projection
     host: dict[str, Any] = field(default_factory=dict)
+    #: memory files whose entries a pull kept local: open until pushed or overwritten (a
+    #: later pull with the remote unchanged takes the remote file whole when overwriting)
+    entry_open: set[str] = field(default_factory=set)
 
     def visible(self, rel: str) -> bool:
         """Whether this device shares `rel` (the campaign only uses shareable pool paths)."""
@@ -139,6 +142,7 @@ class FleetModel:
         dev.synced = generation
         dev.base = dict(files)
         dev.conflicts.clear()
+        dev.entry_open.clear()
         dev.accepted = dict(accepted) if CONFIG in files else {}
 
     # -- pull ------------------------------------------------------------------------------
@@ -168,6 +172,8 @@ class FleetModel:
                 expect.conflicts.discard(rel)
             elif rel in dev.conflicts:
                 self._conflict(expect, rel, r, loc, overwrite)
+            elif rel in dev.entry_open and not first and r == b and loc is not None:
+                expect.files[rel] = r if overwrite else loc
             elif (r is None and b is None) or (not first and r == b):
                 expect.files[rel] = loc  # a local change (or addition), published by a push
             elif (not first and loc == b) or (loc is None and b is None):
