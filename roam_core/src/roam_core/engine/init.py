@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from roam_core import __version__
 from roam_core.engine import roster as roster_module
 from roam_core.engine.check import lost_head_error
+from roam_core.engine.filemodes import keeps_modes
 from roam_core.engine.push import now_iso
 from roam_core.engine.rekeyed import note_key
 from roam_core.engine.remote import refuse_rollback
@@ -70,6 +71,7 @@ def init(session: Session, *, create_remote: bool = False, name: str | None = No
     save_state(session.state_dir, state)
     note_key(session.state_dir, head.store, session.keys)
     raise_floor(session.state_dir, head.store, identity, head.generation if founded else 0)
+    keeps_modes(session.state_dir)  # probed here, so no later verb writes it on its way
     return InitResult(founded, head.generation, identity, state.device, device_id=device_id)
 
 
