@@ -89,35 +89,38 @@ def test_first_push_pull_status_and_incremental_push_count_requests(
         fleet: tuple[Home, Home], proxy: LatencyProxy, moto_s3: S3Server) -> None:
     desk, laptop = fleet
 
-    before = _stored(moto_s3, desk, "trees")  # init's empty generation
+    before = _stored(moto_s3, desk, "packs")  # init's empty generation: one tree pack
     proxy.reset()
     assert desk.roam("push").code == 0
     pushed = proxy.requests()
-    trees = _stored(moto_s3, desk, "trees") - before
-    packs = _stored(moto_s3, desk, "packs")
-    assert trees >= 2 * SKILLS and packs >= BIG_FILES // 2
+    packs = _stored(moto_s3, desk, "packs") - before
+    assert _stored(moto_s3, desk, "trees") == 0, "format 2 stores no tree on its own"
+    assert packs >= BIG_FILES // 2
     # every object once, create-once writes without an existence check or a multipart dance
-    assert _count(pushed, "PUT", "trees") == trees
     assert _count(pushed, "PUT", "packs") == packs
     assert _count(pushed, "PUT", "index") == packs
     assert not [r for r in pushed if _kind(r) == "multipart"]
-    assert not [r for r in pushed if r.method in ("GET", "HEAD") and _kind(r) in (
-        "packs", "index")], "a create-once write needs no look first"
+    assert not [r for r in pushed if r.method == "HEAD" or (r.method == "GET" and _kind(r) in (
+        "packs", "index", "trees"))], "a create-once write needs no look first"
     # a PUT that waits for `100 Continue` pays a round trip more
     assert not [r.target for r in pushed if r.expect_continue]
+    # the home's 2 × SKILLS + a few trees go in one tree pack, not one PUT each: the whole
+    # push is its packs, their indexes, the snapshot, HEAD and a few lists and reads
+    assert len(pushed) <= 2 * packs + 8, summarize(pushed)
 
     assert laptop.roam("init").code == 0
     proxy.reset()
     assert laptop.roam("pull", "--apply").code == 0
     pulled = proxy.requests()
     assert laptop.files().keys() >= {"memories/MEMORY.md", "memories/big0.md"}
-    # each tree once; blobs in one ranged read per pack span, not one per file
-    assert _count(pulled, "GET", "trees") == trees
-    assert _count(pulled, "GET", "packs") <= 2 * packs
-    assert len(pulled) <= trees + 2 * packs + 6, summarize(pulled)
-    # trees level by level and spans several at a time: the waves are the home's depth and
-    # a few, not one per folder or per file
-    assert summarize(pulled).waves <= 16, summarize(pulled)
+    # trees a few ranged reads of their tree packs, level by level; blobs one ranged read
+    # per pack span, not one per file; every index once, all at the same time
+    assert _count(pulled, "GET", "trees") == 0
+    assert _count(pulled, "GET", "index") == packs + 1
+    assert _count(pulled, "GET", "packs") <= 2 * packs + 6, summarize(pulled)
+    assert len(pulled) <= 3 * packs + 12, summarize(pulled)
+    # the waves are the home's depth and a few, not one per folder or per file
+    assert summarize(pulled).waves <= 14, summarize(pulled)
 
     proxy.reset()
     status = laptop.roam("status")
@@ -129,10 +132,12 @@ def test_first_push_pull_status_and_incremental_push_count_requests(
     proxy.reset()
     assert desk.roam("push").code == 0
     incremental = proxy.requests()
-    # the indexes this device wrote itself are known: none is read back
+    # the indexes this device wrote itself are known: none is read back; nor any tree
     assert _count(incremental, "GET", "index") == 0
-    assert _count(incremental, "GET", "trees") == 0
-    assert len(incremental) <= 16, [(r.method, r.target) for r in incremental]
+    assert _count(incremental, "GET", "packs") == 0
+    # a data pack and a tree pack with their indexes, the snapshot, HEAD, a few lists
+    assert _count(incremental, "PUT", "packs") == 2
+    assert len(incremental) <= 12, [(r.method, r.target) for r in incremental]
 
 
 def test_a_whole_pack_is_one_put_and_a_large_create_once_write_never_looks_first(

@@ -19,7 +19,7 @@ from roam_core.manager import get_manager
 from roam_core.storage import GuardedBackend
 from roam_core.store import codec
 from roam_core.store.manifest import Manifest
-from roam_core.store.objects import HEAD_REF, Snapshot
+from roam_core.store.objects import HEAD_REF, STORE_FORMATS, Snapshot
 from roam_core.store.repository import Repository
 from roam_core.store.rotation import TOMBSTONE_PREFIX
 from roam_core.types import PluginContext
@@ -70,8 +70,9 @@ def plaintexts(repo: Repository) -> Iterator[tuple[str, bytes]]:
     found = backend.read_ref(HEAD_REF)
     if found is not None:
         yield "HEAD", crypto.open_sealed(repo.keys.head, crypto.KIND_HEAD, HEAD_REF, found[0],
-                                         "HEAD")
-    packs: dict[str, list[tuple[str, int, int]]] = {}
+                                         "HEAD", STORE_FORMATS)
+    # pack key → (id, offset, length, kind): data packs hold blobs, tree packs trees
+    packs: dict[str, list[tuple[str, int, int, bytes]]] = {}
     keys = sorted(backend.list(""))
     for key in keys:
         for prefix, kind in KINDS.items():
@@ -82,8 +83,10 @@ def plaintexts(repo: Repository) -> Iterator[tuple[str, bytes]]:
                                                         sealed, key), key)
                 yield key, plain
                 if kind == crypto.KIND_INDEX:
-                    for blob_id, pack, offset, length in repo.load_index(object_id):
-                        packs.setdefault(pack, []).append((blob_id, offset, length))
+                    blobs, trees = repo.load_index_entries(object_id)
+                    for refs, held in ((blobs, crypto.KIND_BLOB), (trees, crypto.KIND_TREE)):
+                        for item_id, pack, offset, length in refs:
+                            packs.setdefault(pack, []).append((item_id, offset, length, held))
     for key in keys:
         if key.startswith(TOMBSTONE_PREFIX):
             continue  # sealed under a key the fleet rotated away from: when and who, no more
@@ -93,10 +96,11 @@ def plaintexts(repo: Repository) -> Iterator[tuple[str, bytes]]:
             continue
         data = backend.get(key)
         covered = 0
-        for blob_id, offset, length in sorted(packs.get(key, []), key=lambda ref: ref[1]):
+        for item_id, offset, length, held in sorted(packs.get(key, []),
+                                                    key=lambda ref: ref[1]):
             assert offset == covered, f"{key}: bytes {covered}..{offset} are in no index"
             sealed = data[offset:offset + length]
             yield f"{key}@{offset}", codec.decode(crypto.open_sealed(
-                repo.keys.encryption, crypto.KIND_BLOB, blob_id, sealed, key), key)
+                repo.keys.encryption, held, item_id, sealed, key), key)
             covered = offset + length
         assert covered == len(data), f"{key}: bytes {covered}..{len(data)} are in no index"

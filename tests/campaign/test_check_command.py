@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from campaign.harness import Home, Runner, Store, new_key
+from campaign.storeview import open_repository
 
 from roam_core.store.objects import pack_key
 
@@ -40,6 +41,23 @@ def _check(home: Home, *args: str) -> tuple[int, dict]:
 
 def _objects(folder: Path, prefix: str) -> list[Path]:
     return sorted(p for p in (folder / prefix).rglob("*") if p.is_file())
+
+
+def _packed_trees(home: Home, scratch: Path) -> dict[str, list[tuple[str, int]]]:
+    """Format 2: each tree pack's key → its trees (id, offset); and each data index under
+    the key `index`."""
+    with open_repository(home.store, scratch) as repo:
+        found: dict[str, list[tuple[str, int]]] = {}
+        for copies in repo.tree_places().values():
+            for tree_id, pack, offset, _length in copies:
+                found.setdefault(pack, []).append((tree_id, offset))
+        found["index"] = [(index_id, 0) for index_id, refs in repo.indexes().items() if refs]
+        return found
+
+
+def _tree_packs(home: Home, objects: Path) -> list[Path]:
+    return [objects / key for key in sorted(_packed_trees(home, objects.parent / "scratch"))
+            if key != "index"]
 
 
 def _tree_of(folder: Path) -> dict[str, bytes]:
@@ -77,7 +95,7 @@ def test_a_missing_pack_is_named(fleet: tuple[Home, Home, Path]) -> None:
 
 def test_flipped_pack_byte_needs_read_data(fleet: tuple[Home, Home, Path]) -> None:
     a, _b, objects = fleet
-    for pack in _objects(objects, "packs"):
+    for pack in sorted(set(_objects(objects, "packs")) - set(_tree_packs(a, objects))):
         data = bytearray(pack.read_bytes())
         data[len(data) // 2] ^= 0x01
         pack.write_bytes(bytes(data))
@@ -89,17 +107,26 @@ def test_flipped_pack_byte_needs_read_data(fleet: tuple[Home, Home, Path]) -> No
 
 
 @pytest.mark.parametrize("kind", ["trees", "snapshots", "index"])
-def test_a_damaged_object_is_named(fleet: tuple[Home, Home, Path], kind: str) -> None:
+def test_a_damaged_object_is_named(fleet: tuple[Home, Home, Path], kind: str,
+                                   tmp_path: Path) -> None:
     a, _b, objects = fleet
-    victims = _objects(objects, kind)
-    victim = victims[0]
+    packed = _packed_trees(a, tmp_path / "scratch")
+    name = ""
+    if kind == "trees":  # format 2: the last tree of a tree pack
+        victim = _tree_packs(a, objects)[0]
+        name = max(packed[victim.relative_to(objects).as_posix()], key=lambda t: t[1])[0]
+    elif kind == "index":  # one of a data pack (a tree pack's hides trees: tested apart)
+        victim = objects / "index" / packed["index"][0][0]
+    else:
+        victim = _objects(objects, kind)[0]
     data = bytearray(victim.read_bytes())
     data[-1] ^= 0xFF
     victim.write_bytes(bytes(data))
     code, report = _check(a)
     assert code == 1, report
     label = {"trees": "tree", "snapshots": "snapshot", "index": "index"}[kind]
-    named = [p for p in report["problems"] if p["object"] == f"{label} {victim.name}"]
+    named = [p for p in report["problems"]
+             if p["object"] == f"{label} {name or victim.name}"]
     if kind == "index":
         # an index nobody can read leaves its blobs unlisted: each is reported as well
         assert named and any("not listed by any index" in p["message"]
@@ -111,8 +138,9 @@ def test_a_damaged_object_is_named(fleet: tuple[Home, Home, Path], kind: str) ->
 
 def test_a_missing_tree_and_snapshot_are_named(fleet: tuple[Home, Home, Path]) -> None:
     a, _b, objects = fleet
-    for tree in _objects(objects, "trees"):
-        tree.unlink()
+    assert not _objects(objects, "trees")  # format 2: trees are in tree packs
+    for tree_pack in _tree_packs(a, objects):
+        tree_pack.unlink()
     code, report = _check(a)
     assert code == 1
     # each tree, and for each generation the folders it can no longer read

@@ -22,6 +22,12 @@ from roam_core.store.repository import Repository
 pytest_plugins = ("support.s3_servers",)
 
 SKILL = "a skill worth keeping\n" * 400
+#: In `_hurt_fleet`'s prefixes: the tree packs (format 2 keeps trees there, not in trees/),
+#: and the packs of file data only.
+TREE_PACKS = "tree packs"
+DATA_PACKS = "data packs"
+TREE_INDEXES = "tree indexes"
+DATA_INDEXES = "data indexes"
 
 
 @pytest.fixture(params=["local", "s3", "git"])
@@ -52,17 +58,34 @@ def _hurt_fleet(store: Store, tmp_path: Path, hurt: Callable[[Store, str], None]
                 *prefixes: str) -> tuple[Home, Home]:
     """Homes a (two generations pushed) and b; then `hurt` every object under `prefixes`."""
     a, b = _homes(store, tmp_path)
-    _two_generations(a)
+    # a hurt under trees/ is format 1's: its trees are objects of their own
+    _two_generations(a, 1 if "trees/" in prefixes else 2)
     for prefix in prefixes:
-        for key in keys(store, prefix):
+        found = keys(store, prefix)
+        if prefix in (TREE_PACKS, DATA_PACKS, TREE_INDEXES, DATA_INDEXES):
+            folder = "packs/" if prefix.endswith("packs") else "index/"
+            trees = _tree_keys(store, tmp_path, folder)
+            data = sorted(set(keys(store, folder)) - set(trees))
+            found = trees if prefix.startswith("tree") else data
+        assert found, f"nothing to hurt under {prefix}"
+        for key in found:
             hurt(store, key)
     return a, b
 
 
-def _two_generations(a: Home) -> None:
+def _tree_keys(store: Store, tmp_path: Path, folder: str) -> list[str]:
+    """The tree packs (`folder` packs/) or their indexes (index/)."""
+    with open_repository(store, tmp_path / "scratch") as repo:
+        if folder == "packs/":
+            return sorted({ref[1] for copies in repo.tree_places().values() for ref in copies})
+        return sorted(f"index/{index_id}" for index_id in repo.indexes()
+                      if not repo.indexes()[index_id])
+
+
+def _two_generations(a: Home, store_format: int = 2) -> None:
     a.write("SOUL.md", "soul v1\n")
     a.write("skills/one/SKILL.md", SKILL)
-    assert a.roam("init", "--create-remote").code == 0
+    assert a.roam("init", "--create-remote", "--format", str(store_format)).code == 0
     assert a.roam("push").code == 0
     a.write("SOUL.md", "soul v2\n")
     a.write("memories/MEMORY.md", "remember this\n")
@@ -92,7 +115,7 @@ def test_a_push_never_relies_on_a_lost_pack(store: Store, tmp_path: Path) -> Non
 
 def test_repair_puts_back_lost_packs_and_names_what_it_cannot(store: Store,
                                                              tmp_path: Path) -> None:
-    a, b = _hurt_fleet(store, tmp_path, lose, "packs/")
+    a, b = _hurt_fleet(store, tmp_path, lose, DATA_PACKS)
     checked = a.roam("check")
     assert checked.code == 1 and "roam check --repair" in checked.out, checked.out
     repaired = a.roam("check", "--repair")
@@ -107,7 +130,7 @@ def test_repair_puts_back_lost_packs_and_names_what_it_cannot(store: Store,
 
 
 def test_repair_rewrites_lost_indexes_and_trees(store: Store, tmp_path: Path) -> None:
-    a, b = _hurt_fleet(store, tmp_path, lose, "index/", "trees/")
+    a, b = _hurt_fleet(store, tmp_path, lose, TREE_PACKS, "index/")
     assert a.roam("check").code == 1
     repaired = a.roam("check", "--repair")
     assert "repaired" in repaired.out, repaired.out + repaired.err
@@ -119,7 +142,7 @@ def test_repair_rewrites_lost_indexes_and_trees(store: Store, tmp_path: Path) ->
 
 
 def test_a_damaged_pack_is_repaired_with_read_data(store: Store, tmp_path: Path) -> None:
-    a, b = _hurt_fleet(store, tmp_path, damage, "packs/")
+    a, b = _hurt_fleet(store, tmp_path, damage, DATA_PACKS)
     assert a.roam("check").code == 0  # references intact: only reading tells
     assert a.roam("check", "--read-data").code == 1
     a.roam("check", "--repair", "--read-data")
@@ -127,7 +150,7 @@ def test_a_damaged_pack_is_repaired_with_read_data(store: Store, tmp_path: Path)
 
 
 def test_damaged_indexes_are_voided_and_rewritten(store: Store, tmp_path: Path) -> None:
-    a, b = _hurt_fleet(store, tmp_path, damage, "index/")
+    a, b = _hurt_fleet(store, tmp_path, damage, DATA_INDEXES)
     checked = a.roam("check")
     assert checked.code == 1 and "roam check --repair" in checked.out, checked.out
     repaired = a.roam("check", "--repair")
@@ -141,7 +164,7 @@ def test_damaged_indexes_are_voided_and_rewritten(store: Store, tmp_path: Path) 
 
 
 def test_a_damaged_tree_is_named_not_invented(store: Store, tmp_path: Path) -> None:
-    a, _b = _hurt_fleet(store, tmp_path, damage, "trees/")
+    a, _b = _hurt_fleet(store, tmp_path, damage, TREE_PACKS)
     repaired = a.roam("check", "--repair")
     assert repaired.code == 1 and "Traceback" not in repaired.err
     assert "cannot repair" in repaired.out and "tree " in repaired.out, repaired.out
@@ -247,3 +270,16 @@ def test_after_a_repair_no_device_uploads_the_repaired_blobs_again(store: Store,
     assert pushed.code == 0, pushed.err
     assert pushed.json()["uploaded_bytes"] < 1024, pushed.json()
     assert a.roam("check", "--read-data").code == 0
+def test_damaged_tree_indexes_rewrite_this_devices_trees_and_name_the_rest(
+        store: Store, tmp_path: Path) -> None:
+    # format 2: a tree is found through its tree pack's index; with the index damaged, the
+    # trees of the generation this device holds are written again, older ones are named
+    a, b = _hurt_fleet(store, tmp_path, damage, TREE_INDEXES)
+    checked = a.roam("check")
+    assert checked.code == 1 and "roam check --repair" in checked.out, checked.out
+    repaired = a.roam("check", "--repair")
+    assert "Traceback" not in repaired.err
+    assert "repaired" in repaired.out, repaired.out + repaired.err
+    _joins_and_matches(b, a)
+    problems = a.roam("check", "--json").json()["problems"]
+    assert all(p["object"].startswith(("tree", "snapshot")) for p in problems), problems

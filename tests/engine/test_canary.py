@@ -53,8 +53,11 @@ def _plaintexts(store: Path, key: str) -> list[bytes]:
     for index_key in repo.backend.list("index/"):
         for ref in repo.load_index(index_key.rpartition("/")[2]):
             found.append(repo.read_blob(ref))
-    for tree_key in repo.backend.list("trees/"):
-        found.append(json.dumps(repo.load_tree(tree_key.rpartition("/")[2])).encode())
+    # trees on their own (format 1) and in tree packs (format 2)
+    tree_ids = [key.rpartition("/")[2] for key in repo.backend.list("trees/")]
+    assert tree_ids or repo.tree_places(), "no tree found: the canary would see nothing"
+    for tree_id in [*tree_ids, *repo.tree_places()]:
+        found.append(json.dumps(repo.load_tree(tree_id)).encode())
     for snapshot_key in repo.backend.list("snapshots/"):
         snapshot = repo.load_snapshot(snapshot_key.rpartition("/")[2])
         found.append(json.dumps(snapshot.as_json()).encode())

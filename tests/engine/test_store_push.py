@@ -231,17 +231,19 @@ def test_tampered_objects_are_integrity_errors(tmp_path: Path, damage: str) -> N
     a.roam("push")
     a.write("skills/other/SKILL.md", "another skill\n")
     a.roam("push")
+    # every pack, data and tree packs alike (format 2 packs trees): whichever the pull reads
     packs = _store_files(store, "packs")
-    target = packs[0]
-    data = bytearray(target.read_bytes())
-    if damage == "flip":
-        data[len(data) // 2] ^= 0x01
-    elif damage == "truncate":
-        data = data[: len(data) - 7]
-    else:
-        data = bytearray(packs[1].read_bytes())
-    os.chmod(target, 0o644)
-    target.write_bytes(bytes(data))
+    originals = [target.read_bytes() for target in packs]
+    for number, target in enumerate(packs):
+        data = bytearray(originals[number])
+        if damage == "flip":
+            data[len(data) // 2] ^= 0x01
+        elif damage == "truncate":
+            data = data[: len(data) - 7]
+        else:
+            data = bytearray(originals[(number + 1) % len(packs)])
+        os.chmod(target, 0o644)
+        target.write_bytes(bytes(data))
     b.roam("init")
     before = b.snapshot_bytes()
     result = b.roam("pull", "--apply")

@@ -15,6 +15,7 @@ import os
 import re
 import string
 import threading
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,20 +140,28 @@ def _aead(key: bytes) -> Any:
 
 
 def seal(key: bytes, kind: bytes, object_id: str, plaintext: bytes,
-         nonce: bytes | None = None) -> bytes:
-    """Encrypt and authenticate `plaintext`; the header and the object's id are bound as AAD."""
+         nonce: bytes | None = None, version: int = FORMAT_VERSION) -> bytes:
+    """Encrypt and authenticate `plaintext`; the header and the object's id are bound as AAD.
+
+    `version` is the header's format byte: 1 for every object; HEAD carries the store's
+    format version (see `roam_core.store.objects.STORE_FORMAT`).
+    """
     nonce = nonce if nonce is not None else os.urandom(NONCE_BYTES)
-    header = MAGIC + bytes([FORMAT_VERSION]) + kind + nonce
+    header = MAGIC + bytes([version]) + kind + nonce
     return header + _aead(key).encrypt(nonce, plaintext, header + object_id.encode("ascii"))
 
 
-def open_sealed(key: bytes, kind: bytes, object_id: str, sealed: bytes, what: str) -> bytes:
-    """Authenticate and decrypt a sealed object, or raise `IntegrityError` naming `what`."""
+def open_sealed(key: bytes, kind: bytes, object_id: str, sealed: bytes, what: str,
+                versions: Collection[int] = (FORMAT_VERSION,)) -> bytes:
+    """Authenticate and decrypt a sealed object, or raise `IntegrityError` naming `what`.
+
+    `versions`: the header format bytes accepted (HEAD accepts each store format).
+    """
     from cryptography.exceptions import InvalidTag
 
     if len(sealed) < HEADER_BYTES + TAG_BYTES or sealed[:2] != MAGIC:
         raise IntegrityError(f"integrity error: {what} is truncated or not a roam object")
-    if sealed[2] != FORMAT_VERSION:
+    if sealed[2] not in versions:
         raise IntegrityError(f"integrity error: {what} has unknown format version {sealed[2]}")
     if sealed[3:4] != kind:
         raise IntegrityError(f"integrity error: {what} is not the kind of object expected")

@@ -16,7 +16,7 @@ GROUPS = (
     ("sync", ("status", "push", "pull", "diff", "restore")),
     ("history", ("history", "devices", "sessions", "backups", "stats")),
     ("managing the store", ("forget", "prune", "key")),
-    ("diagnostics", ("doctor", "check")),
+    ("diagnostics", ("doctor", "check", "upgrade")),
     ("plugins", ("plugins", "backends", "sinks", "mirror")),
 )
 

@@ -105,6 +105,8 @@ class Checker:
         self.report = CheckReport(read_data=read_data)
         self._trees: dict[str, list[tuple[str, FileEntry | str]] | None] = {}
         self._incomplete: set[str] = set()
+        #: Trees read ahead by level, not yet judged.
+        self._loaded: dict[str, dict[str, Any]] = {}
         self._refs: dict[BlobRef, _Use] = {}
         self._contents: dict[tuple[str, int, tuple[BlobRef, ...]], _Use] = {}
         # what `repair` works from: refs no copy of can be read, and objects to put back
@@ -224,7 +226,9 @@ class Checker:
             return self._trees[tree_id]
         what = f"tree {tree_id}"
         try:
-            entries = self.repo.load_tree(tree_id)
+            entries = self._loaded.pop(tree_id, None)
+            if entries is None:
+                entries = self.repo.load_tree(tree_id)
         except IntegrityError as error:
             self.report.add(what, _reason(error))
             self._note_missing(error, tree_key(tree_id))
@@ -239,6 +243,17 @@ class Checker:
         if len(parsed) < len(entries):
             self._incomplete.add(tree_id)
         return parsed
+
+    def _prefetch(self, tree_ids: list[str]) -> None:
+        """Read the trees of one level together; a failure leaves each to be read alone."""
+        wanted = [tree_id for tree_id in dict.fromkeys(tree_ids)
+                  if tree_id not in self._trees and tree_id not in self._loaded]
+        if len(wanted) < 2:
+            return
+        try:
+            self._loaded.update(self.repo.load_trees(wanted))
+        except IntegrityError:
+            pass  # read again one by one below, so each damaged tree is reported by name
 
     def _note_missing(self, error: IntegrityError, key: str) -> None:
         if "missing from the store" in str(error):
@@ -269,25 +284,30 @@ class Checker:
     def _snapshot(self, generation: int, snapshot_id: str, snapshot: Any) -> None:
         files: list[FileEntry] = []
         complete = True
-        stack: list[tuple[str, str, int]] = [("", str(snapshot.root), 0)]
-        while stack:
-            prefix, tree_id, depth = stack.pop()
-            if depth > MAX_DEPTH:
-                self.report.add(f"tree {tree_id}", f"nests deeper than {MAX_DEPTH} levels")
-                complete = False
-                continue
-            parsed = self._parsed(tree_id)
-            complete = complete and parsed is not None and tree_id not in self._incomplete
-            if parsed is None:  # which generation loses which folder, for the repair
-                self.report.add(f"snapshot {snapshot_id}", f"generation {generation}: the "
-                                f"files below '{prefix or '/'}' cannot be read (tree "
-                                f"{tree_id[:16]})")
-                self.head_unreadable |= generation == self._head_generation
-            for name, found in parsed or ():
-                if isinstance(found, FileEntry):
-                    files.append(replace(found, path=prefix + name))
-                else:
-                    stack.append((f"{prefix}{name}/", found, depth + 1))
+        # level by level, each level's trees read together (a few requests, not one each)
+        level: list[tuple[str, str, int]] = [("", str(snapshot.root), 0)]
+        while level:
+            self._prefetch([tree_id for _prefix, tree_id, depth in level
+                            if depth <= MAX_DEPTH])
+            below: list[tuple[str, str, int]] = []
+            for prefix, tree_id, depth in level:
+                if depth > MAX_DEPTH:
+                    self.report.add(f"tree {tree_id}", f"nests deeper than {MAX_DEPTH} levels")
+                    complete = False
+                    continue
+                parsed = self._parsed(tree_id)
+                complete = complete and parsed is not None and tree_id not in self._incomplete
+                if parsed is None:  # which generation loses which folder, for the repair
+                    self.report.add(f"snapshot {snapshot_id}", f"generation {generation}: the "
+                                    f"files below '{prefix or '/'}' cannot be read (tree "
+                                    f"{tree_id[:16]})")
+                    self.head_unreadable |= generation == self._head_generation
+                for name, found in parsed or ():
+                    if isinstance(found, FileEntry):
+                        files.append(replace(found, path=prefix + name))
+                    else:
+                        below.append((f"{prefix}{name}/", found, depth + 1))
+            level = below
         what = f"snapshot {snapshot_id}"
         try:
             manifest = check_manifest(files, self.repo.max_file_size,
@@ -367,6 +387,10 @@ class Checker:
         # reported (a prune deletes such an index a sweep after the pack), but the repair
         # voids it so no push or reader goes there first.
         self.stale_packs = set(indexed) - packs - self.lost_packs
+        # format 2: the tree packs of the trees read are referenced too
+        places = self.repo.tree_places()
+        referenced.update(ref[1] for tree_id, parsed in self._trees.items()
+                          if parsed is not None for ref in places.get(tree_id, ()))
         report.packs = len(referenced & packs)
         report.unreferenced_packs = len(packs - referenced)
 

@@ -85,6 +85,7 @@ def _found(session: Session, device_id: str, device: str) -> Head:
     snapshot = Snapshot(0, None, device, created, root, __version__, hermes_version(),
                         roster, device_id=device_id)
     snapshot_id = repo.write_snapshot(snapshot)
+    repo.remember_trees(snapshot_id, root)  # the first push need not read them back
     head = Head(0, snapshot_id, random_tokens.token_hex(16), device, created)
     try:
         version = repo.write_head(head, None)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from roam_core import __version__
@@ -233,7 +233,10 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
     if marked:
         known = {blob: ref for blob, ref in known.items() if ref[1] not in marked}
         session.repo.avoid = marked  # nor on a marked tree of the same content
-    packer = Packer(session.repo, known, present=PackPresence(session.backend))
+    present = PackPresence(session.backend)
+    packer = Packer(session.repo, known, present=present)
+    # a known tree counts only while its tree pack is stored and not marked, as a blob
+    tree_present = (lambda pack: pack not in marked and present(pack)) if marked else present
     pending: dict[str, tuple[str, int, tuple[str, ...], int]] = {}
     if progress is not None:
         progress.begin(len(to_send), result.bytes_changed)
@@ -260,7 +263,8 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
     result.uploaded_bytes = packer.uploaded_bytes
     projections = {item.rel: item.projection(host_keys).decode()
                    for item in files.values() if item.is_config}
-    _publish(session, state, view, manifest, result, projections, base, base_folders, started)
+    _publish(session, state, view, manifest, result, projections, base, base_folders, started,
+             tree_present)
     cache.save(files)
     return result
 
@@ -356,9 +360,11 @@ def _swap_head(repo: Repository, head: Head, seen: Head) -> None:
 
 def _publish(session: Session, state: LocalState, view: remote_module.RemoteView,
              manifest: Manifest, result: PushResult, projections: dict[str, str],
-             base: Manifest, base_folders: dict[str, str] | None, started: float) -> None:
+             base: Manifest, base_folders: dict[str, str] | None, started: float,
+             present: Callable[[str], bool]) -> None:
     repo = session.repo
-    root = repo.write_manifest(manifest, base, base_folders)
+    # like a blob, a known tree counts only while its tree pack is still stored
+    root = repo.write_manifest(manifest, base, base_folders, present)
     kill_point("push:trees")
     generation = view.head.generation + 1
     roster = roster_module.with_row(view.snapshot.roster, state.id, state.device, {

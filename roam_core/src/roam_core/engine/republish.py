@@ -58,6 +58,8 @@ def republish_head(session: Session, repo: Repository, state: LocalState) -> int
             f"{snapshot.generation}, below generation {floor} that this device verified; a "
             f"device that has generation {floor} can push it again (see {RECOVERY_DOC})")
     raw = session.backend.read_ref(HEAD_REF)
+    # HEAD cannot say (it is why it is re-published): trees in packs mean format 2
+    repo.format = repo.detect_format()
     head = Head(snapshot.generation, snapshot_id, state.store, snapshot.device,
                 snapshot.created)
     try:

@@ -1,10 +1,11 @@
 """`roam stats`: what the store holds, from its listings, indexes, snapshots and trees.
 
-Nothing here reads a blob. Pack sizes come from the indexes' blob spans (a pack is its
-sealed blobs back to back, so the spans add up to its size); trees, snapshots and indexes
-are small objects whose sizes only a read or a per-object request would tell, so they are
-counted and their bytes reported as unknown. Every blob size below is its sealed length in
-its pack: the bytes the store pays, after compression.
+Nothing here reads a blob. Pack sizes come from the indexes' blob and tree spans (a pack is
+its sealed blobs, or trees, back to back, so the spans add up to its size); trees stored on
+their own (format 1), snapshots and indexes are small objects whose sizes only a read or a
+per-object request would tell, so they are counted and their bytes reported as unknown.
+Every blob size below is its sealed length in its pack: the bytes the store pays, after
+compression.
 """
 
 from __future__ import annotations
@@ -133,7 +134,7 @@ def _load_trees(repo: Repository, roots: Iterable[str]) -> dict[str, _Tree]:
     with ParallelReads(read_workers(repo.backend)) as reads:
         while level:
             below: set[str] = set()
-            for tree_id, entries in zip(level, reads.map(repo.load_tree, level), strict=True):
+            for tree_id, entries in repo.load_trees(level, reads).items():
                 tree = trees[tree_id] = _reduce(tree_id, entries)
                 below.update(tree.children)
             level = sorted(below - trees.keys())
@@ -199,10 +200,21 @@ def _objects(repo: Repository) -> tuple[dict[str, KindStats], dict[str, int]]:
             if name in packs and pack not in lost:
                 pack_bytes[name] = pack_bytes.get(name, 0) + int(length)
                 indexed[str(blob_id)] = int(length)
+    # format 2: trees live in tree packs, which count as packs; each tree as a tree
+    places = repo.tree_places()
+    for copies in places.values():
+        for _tree_id, pack, _offset, length in copies:
+            name = str(pack).rpartition("/")[2]
+            if name in packs:
+                pack_bytes[name] = pack_bytes.get(name, 0) + int(length)
     objects = {"packs": KindStats(len(packs), sum(pack_bytes.values()),
                                   len(packs - pack_bytes.keys()))}
     for kind, prefix in (("trees", "trees/"), ("snapshots", "snapshots/"),
                          ("indexes", "index/")):
         count = sum(1 for _key in repo.backend.list(prefix))
         objects[kind] = KindStats(count, None, count)
+    if places:  # packed trees' sizes are known from their indexes, like blobs'
+        loose = objects["trees"].count
+        objects["trees"] = KindStats(loose + len(places), sum(
+            int(copies[0][3]) for copies in places.values()), loose)
     return objects, indexed

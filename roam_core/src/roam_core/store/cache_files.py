@@ -11,22 +11,31 @@ from roam_core import boundedjson
 from roam_core.store.manifest import is_hex64
 
 
-def read_known(path: Path) -> dict[str, list[list[Any]]]:
-    """The index cache; a damaged line is dropped (that index is read again)."""
-    known: dict[str, list[list[Any]]] = {}
+def read_known(path: Path) -> dict[str, tuple[list[list[Any]], list[list[Any]]]]:
+    """The index cache: index id → (blob refs, tree refs).
+
+    A line is `[id, blobs]`, or `[id, blobs, trees]` for a tree pack; a damaged line is
+    dropped (that index is read again).
+    """
+    known: dict[str, tuple[list[list[Any]], list[list[Any]]]] = {}
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, ValueError):
         return known
     for line in text.splitlines():
         try:
-            index_id, refs = boundedjson.loads(line, "index cache")
+            index_id, refs, *rest = boundedjson.loads(line, "index cache")
         except (ValueError, TypeError):
             continue
-        if is_hex64(index_id) and isinstance(refs, list) and all(
-                isinstance(ref, list) and len(ref) == 4 for ref in refs):
-            known[index_id] = refs
+        trees = rest[0] if len(rest) == 1 else None if rest else []
+        if is_hex64(index_id) and _refs(refs) and _refs(trees):
+            known[index_id] = (refs, trees)  # type: ignore[assignment]
     return known
+
+
+def _refs(refs: object) -> bool:
+    return isinstance(refs, list) and all(isinstance(ref, list) and len(ref) == 4
+                                          for ref in refs)
 
 
 def write_known(path: Path, lines: list[str], *, append: bool) -> None:

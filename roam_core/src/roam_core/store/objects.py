@@ -14,6 +14,10 @@ PACK_TARGET = 16 * 1024 * 1024
 HEAD_REF = "HEAD"
 #: The second ref: the deleters' lease and the marks pushers honour (engine/lease.py).
 LEASE_REF = "LEASE"
+#: The store format this roam founds stores with and can read: 1 (a tree is an object of its
+#: own) or 2 (trees are sealed into tree packs, located by their index). HEAD carries it.
+STORE_FORMAT = 2
+STORE_FORMATS = (1, 2)
 
 
 def canonical(value: Any) -> bytes:
@@ -21,12 +25,13 @@ def canonical(value: Any) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def parse_json(raw: bytes, what: str) -> dict[str, Any]:
+def parse_json(raw: bytes, what: str, versions: tuple[int, ...] = (1,)) -> dict[str, Any]:
     try:
         value = boundedjson.loads(raw, what)
     except (ValueError, UnicodeDecodeError):  # JSONLimitError is a ValueError
         raise IntegrityError(f"integrity error: {what} is not valid JSON") from None
-    if not isinstance(value, dict) or value.get("v") != 1:
+    if not isinstance(value, dict) or value.get("v") not in versions \
+            or type(value.get("v")) is not int:
         raise IntegrityError(f"integrity error: {what} has an unknown layout")
     return value
 
@@ -69,16 +74,18 @@ class Head:
     device: str
     time: str
     version: str | None = None
+    #: the store's format version (`STORE_FORMATS`), sealed in HEAD's header and its "v"
+    format: int = 1
 
     def as_json(self) -> dict[str, Any]:
-        return {"v": 1, "generation": self.generation, "snapshot": self.snapshot,
+        return {"v": self.format, "generation": self.generation, "snapshot": self.snapshot,
                 "store": self.store, "device": self.device, "time": self.time}
 
     @classmethod
     def from_json(cls, data: dict[str, Any], version: str | None) -> Head:
         try:
             head = cls(int(data["generation"]), str(data["snapshot"]), str(data["store"]),
-                       str(data["device"]), str(data["time"]), version)
+                       str(data["device"]), str(data["time"]), version, int(data["v"]))
         except (KeyError, TypeError, ValueError, OverflowError):  # OverflowError: int(inf)
             raise IntegrityError("integrity error: HEAD is malformed") from None
         if head.generation < 0:

@@ -8,16 +8,17 @@ the device's state folder; blobs are never cached.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import secrets
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from roam_core import crypto
-from roam_core.errors import ArchiveKeyError, IntegrityError, ObjectNotFound
+from roam_core.errors import ArchiveKeyError, IntegrityError, ObjectNotFound, UserError
 from roam_core.storage import Backend
 from roam_core.store import codec
 from roam_core.store.cache_files import read_known, write_cache, write_known
@@ -32,6 +33,8 @@ from roam_core.store.manifest import (
 )
 from roam_core.store.objects import (
     HEAD_REF,
+    STORE_FORMAT,
+    STORE_FORMATS,
     Head,
     Snapshot,
     canonical,
@@ -45,6 +48,7 @@ from roam_core.store.parallel import ParallelReads, read_workers
 from roam_core.store.rotation import read_tombstone, rekeyed_store, rotated_message
 from roam_core.store.spans import SPAN_WORKERS, Span, SpanReader, plan_spans
 from roam_core.store.tree_reuse import Reuse, changed_folders
+from roam_core.store.treepacks import TreePacker, plan_tree_spans
 from roam_core.store.uploads import Uploads, put_once
 
 #: Under the indexes cache: one JSON line per index already read.
@@ -74,6 +78,12 @@ class Repository:
         self._located: dict[str, list[BlobRef]] | None = None
         #: Keys a prune marked (engine/lease.py): an object is never written as one of them.
         self.avoid: frozenset[str] = frozenset()
+        #: The store format written here: HEAD's, once read (a store with no HEAD yet is
+        #: founded at `STORE_FORMAT`). Readers take trees of either format whatever it says.
+        self.format = 1
+        #: Where each packed tree is stored, by the indexes (every copy), once asked.
+        self._tree_places: dict[str, list[BlobRef]] | None = None
+        self._places_lock = threading.Lock()
 
     # -- HEAD ----------------------------------------------------------------------------
 
@@ -81,10 +91,16 @@ class Repository:
         """The authenticated HEAD, or None for an empty store. A foreign key is refused."""
         found = self.backend.read_ref(HEAD_REF)
         if found is None:
+            self.format = STORE_FORMAT  # what a device founding the store writes
             return None
         raw, version = found
+        if len(raw) > 2 and raw[:2] == crypto.MAGIC and raw[2] > max(STORE_FORMATS):
+            raise UserError(
+                f"this store is in format version {raw[2]}, newer than this roam reads (up to "
+                f"{max(STORE_FORMATS)}): upgrade roam on this device (see docs/format.md)")
         try:
-            plain = crypto.open_sealed(self.keys.head, crypto.KIND_HEAD, HEAD_REF, raw, "HEAD")
+            plain = crypto.open_sealed(self.keys.head, crypto.KIND_HEAD, HEAD_REF, raw, "HEAD",
+                                       STORE_FORMATS)
         except IntegrityError as error:
             if "failed authentication" in str(error):
                 rotated = read_tombstone(self.backend, self.keys)
@@ -96,11 +112,21 @@ class Repository:
                     "--repair re-publishes it)"
                 ) from None
             raise
-        return Head.from_json(parse_json(plain, "HEAD"), version)
+        head = Head.from_json(parse_json(plain, "HEAD", STORE_FORMATS), version)
+        if head.format != raw[2]:  # the sealed header and the plaintext must agree
+            raise IntegrityError("integrity error: HEAD is malformed")
+        self.format = head.format
+        return head
+
+    def detect_format(self) -> int:
+        """The store's format by its contents (when HEAD cannot say): 2 once it packs trees."""
+        return 2 if self.tree_places() else 1
 
     def write_head(self, head: Head, expected_version: str | None) -> str:
-        """Compare-and-swap HEAD; `RefConflict` when someone else moved it."""
-        sealed = crypto.seal(self.keys.head, crypto.KIND_HEAD, HEAD_REF, canonical(head.as_json()))
+        """Compare-and-swap HEAD, in this repository's format; `RefConflict` when it moved."""
+        head = dataclasses.replace(head, format=self.format)
+        sealed = crypto.seal(self.keys.head, crypto.KIND_HEAD, HEAD_REF,
+                             canonical(head.as_json()), version=self.format)
         return self.backend.swap_ref(HEAD_REF, sealed, expected_version)
 
     # -- sealed JSON objects -------------------------------------------------------------
@@ -120,6 +146,11 @@ class Repository:
             sealed = self.backend.get(key)
         except ObjectNotFound:
             raise IntegrityError(f"integrity error: {what} is missing from the store") from None
+        return self._open_json(kind, object_id, sealed, what, cached)
+
+    def _open_json(self, kind: bytes, object_id: str, sealed: bytes, what: str,
+                   cached: Path | None) -> dict[str, Any]:
+        """Authenticate, decode and re-name one sealed JSON object; cache its plaintext."""
         plain = codec.decode(crypto.open_sealed(self.keys.encryption, kind, object_id, sealed,
                                                 what), what)
         if self.keys.name(kind, hashlib.sha256(plain).digest()) != object_id:
@@ -132,7 +163,7 @@ class Repository:
         return value
 
     def _write_json(self, kind: bytes, value: dict[str, Any], key_of: Any,
-                    uploads: Uploads | None = None) -> str:
+                    uploads: Uploads | TreePacker | None = None) -> str:
         plain = canonical(value)
         object_id = self.keys.name(kind, hashlib.sha256(plain).digest())
         if kind == crypto.KIND_TREE and object_id in self.seen_trees:
@@ -143,7 +174,9 @@ class Repository:
             plain = canonical({**value, "salt": secrets.token_hex(8)})
             object_id = self.keys.name(kind, hashlib.sha256(plain).digest())
         sealed = crypto.seal(self.keys.encryption, kind, object_id, codec.encode(plain))
-        if uploads is not None:
+        if isinstance(uploads, TreePacker):
+            uploads.add(object_id, sealed)
+        elif uploads is not None:
             uploads.put(key_of(object_id), sealed)
         else:
             put_once(self.backend, key_of(object_id), sealed)
@@ -170,12 +203,124 @@ class Repository:
         return self._write_json(crypto.KIND_SNAPSHOT, snapshot.as_json(), snapshot_key)
 
     def load_tree(self, tree_id: str) -> dict[str, Any]:
-        _check_id(tree_id, "tree")
-        data = self._read_json(crypto.KIND_TREE, tree_id, tree_key(tree_id), "trees")
-        entries = data.get("entries")
-        if not isinstance(entries, dict):
-            raise IntegrityError(f"integrity error: tree {tree_id} is malformed")
-        return entries
+        """One tree's entries, of either format (see `load_trees`)."""
+        return self.load_trees([tree_id])[tree_id]
+
+    def load_trees(self, tree_ids: Sequence[str],
+                   reads: ParallelReads | None = None) -> dict[str, dict[str, Any]]:
+        """The entries of each tree, read with as few requests as the format allows.
+
+        Format 2 trees are located through the indexes and read together: one ranged read
+        per run of nearby trees in a tree pack. Format 1 trees (and trees a repair stored
+        again as objects of their own) are one read each, in parallel on a remote store.
+        Every tree is authenticated under its id, whichever way it came.
+        """
+        found: dict[str, dict[str, Any]] = {}
+        wanted: list[str] = []
+        for tree_id in dict.fromkeys(tree_ids):
+            _check_id(tree_id, "tree")
+            cached = self._cache_path("trees", tree_id)
+            try:
+                found[tree_id] = _entries(json.loads(cached.read_bytes()), tree_id)  # type: ignore[union-attr]
+            except (AttributeError, OSError, ValueError):  # None: no cache here
+                wanted.append(tree_id)
+        if not wanted:
+            return found
+        places = self.tree_places() if self.format >= 2 else {}
+        packed = [places[tree_id][0] for tree_id in wanted if tree_id in places]
+        loose = [tree_id for tree_id in wanted if tree_id not in places]
+        own = reads is None
+        reads = reads if reads is not None else ParallelReads(read_workers(self.backend))
+        try:
+            for batch in reads.map(self._read_tree_span, plan_tree_spans(packed)):
+                found.update(batch)
+            found.update(zip(loose, reads.map(self._read_loose_tree, loose), strict=True))
+        finally:
+            if own:
+                reads.close()
+        return found
+
+    def _read_loose_tree(self, tree_id: str) -> dict[str, Any]:
+        """A tree stored as an object of its own (format 1, or a repair's copy)."""
+        try:
+            data = self._read_json(crypto.KIND_TREE, tree_id, tree_key(tree_id), "trees")
+        except IntegrityError as error:
+            if "missing from the store" not in str(error):
+                raise
+            # a HEAD of format 1 over trees in packs (one republished by an older roam), or
+            # trees packed since this repository read the indexes: read them again
+            places = self.tree_places().get(tree_id) or self.tree_places(fresh=True).get(tree_id)
+            if not places:
+                raise
+            return self._read_tree_span(plan_tree_spans(places[:1])[0])[tree_id]
+        return _entries(data, tree_id)
+
+    def _read_tree_span(self, span: Span) -> dict[str, dict[str, Any]]:
+        """The trees of `span`, from one ranged read of their tree pack.
+
+        A tree whose pack is lost or damaged is read from another copy: another tree pack
+        the indexes name, or the object of its own a repair wrote.
+        """
+        try:
+            data: memoryview | None = memoryview(
+                self.backend.get(span.pack, span.start, span.size))
+        except ObjectNotFound:
+            data = None
+        found: dict[str, dict[str, Any]] = {}
+        for ref in span.refs:
+            try:
+                found[ref[0]] = self._open_packed_tree(ref, data, span.start)
+            except IntegrityError as error:
+                found[ref[0]] = self._tree_elsewhere(ref, error)
+        return found
+
+    def _open_packed_tree(self, ref: BlobRef, data: memoryview | None,
+                          start: int) -> dict[str, Any]:
+        """One tree out of the bytes read from its pack from `start` (None: pack missing)."""
+        tree_id, pack, offset, length = ref
+        if data is None:
+            raise IntegrityError(f"integrity error: tree {tree_id} in {pack}: the pack is "
+                                 "missing from the store")
+        sealed = bytes(data[offset - start:offset - start + length])
+        if len(sealed) != length:
+            raise IntegrityError(f"integrity error: tree {tree_id} in {pack} is truncated")
+        return _entries(self._open_json(crypto.KIND_TREE, tree_id, sealed,
+                                        f"tree {tree_id} in {pack}",
+                                        self._cache_path("trees", tree_id)), tree_id)
+
+    def _tree_elsewhere(self, ref: BlobRef, error: IntegrityError) -> dict[str, Any]:
+        """A packed tree that failed where `ref` says, from any other copy; else `error`."""
+        tree_id = ref[0]
+        for other in self.tree_places().get(tree_id, []):
+            if other == ref:
+                continue
+            try:
+                data = memoryview(self.backend.get(other[1], other[2], other[3]))
+                return self._open_packed_tree(other, data, other[2])
+            except (ObjectNotFound, IntegrityError):
+                continue
+        try:
+            return _entries(self._read_json(crypto.KIND_TREE, tree_id, tree_key(tree_id),
+                                            "trees"), tree_id)
+        except IntegrityError:
+            pass
+        raise error  # what went wrong where the tree was expected: missing, or damaged
+
+    def tree_places(self, fresh: bool = False) -> dict[str, list[BlobRef]]:
+        """Every packed tree and each place it is stored, from the indexes (less voided).
+
+        Read once per repository; `fresh` reads the index listing again.
+        """
+        with self._places_lock:
+            if self._tree_places is None or fresh:
+                lost = self.voided()[0]
+                places: dict[str, list[BlobRef]] = {}
+                for _blobs, trees in self._catalog(tolerant=True).values():
+                    for ref in trees:
+                        if ref[1] not in lost:
+                            places.setdefault(ref[0], []).append(tuple(ref))  # type: ignore
+                self._tree_places = places
+            return self._tree_places
 
     def load_manifest(self, root_tree: str) -> Manifest:
         """Flatten the tree rooted at `root_tree` into a validated manifest.
@@ -191,8 +336,8 @@ class Repository:
             while level:
                 if depth > MAX_FOLDERS:
                     raise IntegrityError(f"integrity error: tree {level[0][1]} nests too deep")
-                ids = sorted({tree_id for _prefix, tree_id in level})
-                loaded = dict(zip(ids, reads.map(self.load_tree, ids), strict=True))
+                loaded = self.load_trees(sorted({tree_id for _prefix, tree_id in level}),
+                                         reads)
                 below: list[tuple[str, str]] = []
                 for prefix, tree_id in level:
                     folders[prefix[:-1]] = tree_id
@@ -249,7 +394,8 @@ class Repository:
 
     def write_manifest(self, manifest: Manifest, base: Manifest | None = None,
                        base_folders: Mapping[str, str] | None = None,
-                       note: str | None = None) -> str:
+                       note: str | None = None,
+                       present: Callable[[str], bool] | None = None) -> str:
         """Write the trees of `manifest`; return the root id.
 
         A `note` goes into every tree, so each gets a new name: a repair that cannot replace
@@ -258,8 +404,11 @@ class Repository:
         Trees already in `self.seen_trees` (loaded from the base generation) are not written
         again, so an unchanged directory costs nothing in a new generation. Given the base
         generation's manifest and its folder → tree map, a folder holding exactly the base's
-        entries keeps its tree id without being serialised again.
+        entries keeps its tree id without being serialised again. `present` confirms that a
+        tree pack is still stored: a tree whose every copy was lost is written again.
         """
+        if present is not None and self.format >= 2:
+            base_folders = self._drop_lost_trees(present, base_folders)
         root: dict[str, Any] = {}
         for path, entry in manifest.items():
             node = root
@@ -270,13 +419,21 @@ class Repository:
         reuse = None
         if base is not None and base_folders is not None:
             reuse = Reuse(base_folders, changed_folders(manifest, base))
-        # a first push writes one tree per folder: in parallel, all stored before returning;
-        # each is a small PUT whose cost is its round trip, so many go at once on a remote
+        # format 1: a first push writes one tree per folder, in parallel, each a small PUT
+        # whose cost is its round trip, so many go at once on a remote; format 2: a few tree
+        # packs. Either way all are stored before returning.
         uploads = Uploads(self.backend, TREE_UPLOADS if self.backend.capabilities.remote
-                          and not self.backend.capabilities.batched_publish else None)
+                          and not self.backend.capabilities.batched_publish
+                          and self.format < 2 else None)
+        sink: Uploads | TreePacker = uploads
+        if self.format >= 2:
+            sink = TreePacker(uploads, self._write_index_of,
+                              self.backend.capabilities.max_object_size)
         folders: dict[str, str] = {}
         try:
-            root_id = self._write_node(root, "", uploads, folders, reuse, note)
+            root_id = self._write_node(root, "", sink, folders, reuse, note)
+            if isinstance(sink, TreePacker):
+                sink.finish()
             uploads.wait()
         finally:
             uploads.close()
@@ -284,7 +441,21 @@ class Repository:
         self.folders[root_id] = folders
         return root_id
 
-    def _write_node(self, node: dict[str, Any], path: str, uploads: Uploads,
+    def _drop_lost_trees(self, present: Callable[[str], bool],
+                         base_folders: Mapping[str, str] | None) -> Mapping[str, str] | None:
+        """Forget the known trees whose tree packs the store no longer holds."""
+        places = self.tree_places()
+        known = self.seen_trees | set(base_folders.values() if base_folders else ())
+        lost = {tree_id for tree_id in known if tree_id in places
+                and not any(present(ref[1]) for ref in places[tree_id])}
+        if not lost:
+            return base_folders
+        self.seen_trees -= lost
+        if base_folders is None:
+            return None
+        return {path: tree_id for path, tree_id in base_folders.items() if tree_id not in lost}
+
+    def _write_node(self, node: dict[str, Any], path: str, uploads: Uploads | TreePacker,
                     folders: dict[str, str], reuse: Reuse | None,
                     note: str | None = None) -> str:
         if reuse is not None and reuse.keep(node, path, folders):
@@ -461,7 +632,19 @@ class Repository:
                 for ref in refs if ref[1] not in lost_packs}
 
     def indexes(self) -> dict[str, list[list[Any]]]:
-        """Each index the store lists (less voided ones) → its blob refs, read once per device."""
+        """Each index the store lists (less voided ones) → its blob refs, read once per device.
+
+        A tree pack's index has no blob refs (its trees: `tree_places`).
+        """
+        return {index_id: blobs for index_id, (blobs, _trees) in self._catalog().items()}
+
+    def _catalog(self, tolerant: bool = False
+                 ) -> dict[str, tuple[list[list[Any]], list[list[Any]]]]:
+        """Each index the store lists (less voided ones) → (blob refs, tree refs).
+
+        `tolerant`: an index that fails its checks is left out (and read again next time)
+        instead of raised: one damaged index of a data pack must not hide every tree.
+        """
         cache = self._cache_path("indexes", KNOWN_FILE)
         known = read_known(cache) if cache is not None else {}
         void_indexes = self.voided()[1]
@@ -472,18 +655,20 @@ class Repository:
         known = {index_id: refs for index_id, refs in known.items() if index_id in listed}
         missing = sorted(listed - known.keys())
         with ParallelReads(read_workers(self.backend)) as reads:
-            loaded = reads.map(self._index_or_foreign, missing)
-        added = {index_id: [list(ref) for ref in refs]
-                 for index_id, refs in zip(missing, loaded, strict=True) if refs is not None}
+            loaded = reads.map(self._tolerant_index if tolerant else self._index_or_foreign,
+                               missing)
+        added = {index_id: ([list(ref) for ref in found[0]], [list(ref) for ref in found[1]])
+                 for index_id, found in zip(missing, loaded, strict=True) if found is not None}
         known.update(added)
         if cache is not None and (stale or added):
             lines = (known if stale else added).items()
             with self._known_lock:
-                write_known(cache, [json.dumps([index_id, refs]) for index_id, refs in lines],
-                             append=not stale)
+                write_known(cache, [_known_line(index_id, blobs, trees)
+                                    for index_id, (blobs, trees) in lines], append=not stale)
         return known
 
-    def _index_or_foreign(self, index_id: str) -> list[BlobRef] | None:
+    def _index_or_foreign(self, index_id: str
+                          ) -> tuple[list[BlobRef], list[BlobRef]] | None:
         """An index's blobs; None for one sealed under the other key of a key rotation.
 
         While a rotation runs (and after one, for what an old-key push left behind) the
@@ -491,18 +676,29 @@ class Repository:
         nor an error. Outside a rotated store, failing authentication stays an error.
         """
         try:
-            return self.load_index(index_id)
+            return self.load_index_entries(index_id)
         except IntegrityError as error:
             if "failed authentication" not in str(error) or not rekeyed_store(self.backend):
                 raise
             return None
+    def _tolerant_index(self, index_id: str) -> tuple[list[BlobRef], list[BlobRef]] | None:
+        try:
+            return self.load_index_entries(index_id)
+        except IntegrityError:
+            return None  # `roam check` names it; the trees of other packs stay readable
 
     def load_index(self, index_id: str) -> list[BlobRef]:
         """The blobs one pack holds, from the pack's sealed index object."""
+        return self.load_index_entries(index_id)[0]
+
+    def load_index_entries(self, index_id: str) -> tuple[list[BlobRef], list[BlobRef]]:
+        """(blobs, trees) one pack holds, from its sealed index; a data pack holds no trees."""
         _check_id(index_id, "index")
         data = self._read_json(crypto.KIND_INDEX, index_id, index_key(index_id), "indexes")
         try:
-            return [(str(b[0]), str(data["pack"]), int(b[1]), int(b[2])) for b in data["blobs"]]
+            pack = str(data["pack"])
+            return ([(str(b[0]), pack, int(b[1]), int(b[2])) for b in data["blobs"]],
+                    [(str(t[0]), pack, int(t[1]), int(t[2])) for t in data.get("trees", [])])
         except (KeyError, TypeError, ValueError, IndexError, OverflowError):  # int(inf)
             raise IntegrityError(f"integrity error: index {index_id} is malformed") from None
 
@@ -530,23 +726,49 @@ class Repository:
         self._write_json(crypto.KIND_VOID, value, void_key)
         self._voids = None
         self._located = None
+        self._tree_places = None
 
     def write_index(self, pack: str, refs: list[BlobRef], note: str | None = None) -> str:
         """Store the index of `pack` and note it as known: the next push reads it from here.
 
         A `note` makes a rewritten index's name a new one (see `roam check --repair`).
         """
+        return self._write_index_of(pack, refs, [], note)
+
+    def _write_index_of(self, pack: str, refs: list[BlobRef], trees: list[BlobRef],
+                        note: str | None = None) -> str:
+        """Store the index of a data pack (`refs`) or of a tree pack (`trees`)."""
         value: dict[str, Any] = {"v": 1, "pack": pack,
                                  "blobs": [[ref[0], ref[2], ref[3]] for ref in refs]}
+        if trees:
+            value["trees"] = [[ref[0], ref[2], ref[3]] for ref in trees]
         if note is not None:
             value["note"] = note
         index_id = self._write_json(crypto.KIND_INDEX, value, index_key)
         cache = self._cache_path("indexes", KNOWN_FILE)
         if cache is not None:
-            line = json.dumps([index_id, [list(ref) for ref in refs]])
+            line = _known_line(index_id, [list(ref) for ref in refs],
+                               [list(ref) for ref in trees])
             with self._known_lock:  # packs are stored by two threads at once
                 write_known(cache, [line], append=True)
+        with self._places_lock:
+            if self._tree_places is not None:
+                for ref in trees:
+                    self._tree_places.setdefault(ref[0], []).append(ref)
         return index_id
+
+
+def _known_line(index_id: str, blobs: list[list[Any]], trees: list[list[Any]]) -> str:
+    """One line of the index cache; a tree pack's line carries its trees third."""
+    return json.dumps([index_id, blobs, trees] if trees else [index_id, blobs])
+
+
+def _entries(data: dict[str, Any], tree_id: str) -> dict[str, Any]:
+    """A tree's entries, checked to be a mapping."""
+    entries = data.get("entries") if isinstance(data, dict) else None
+    if not isinstance(entries, dict):
+        raise IntegrityError(f"integrity error: tree {tree_id} is malformed")
+    return entries
 
 
 def _check_id(object_id: str, what: str) -> None:
