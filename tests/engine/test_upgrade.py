@@ -10,7 +10,6 @@ from fleet import Device, new_key, settings_for
 from roam_core.store.objects import HEAD_REF
 from roam_core.testing.memory import named_store
 
-
 STORE: dict[str, str] = {}
 
 

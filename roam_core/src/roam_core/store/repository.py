@@ -13,7 +13,7 @@ import hashlib
 import json
 import secrets
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +47,9 @@ from roam_core.store.objects import (
 from roam_core.store.parallel import ParallelReads, read_workers
 from roam_core.store.rotation import read_tombstone, rekeyed_store, rotated_message
 from roam_core.store.spans import SPAN_WORKERS, Span, SpanReader, plan_spans
+from roam_core.store.tree_reads import TreeReads
 from roam_core.store.tree_reuse import Reuse, changed_folders
-from roam_core.store.treepacks import TreePacker, plan_tree_spans
+from roam_core.store.treepacks import TreePacker
 from roam_core.store.uploads import Uploads, put_once
 
 #: Under the indexes cache: one JSON line per index already read.
@@ -59,7 +60,7 @@ REACHED_FILE = "reached.json"
 TREE_UPLOADS = 32
 
 
-class Repository:
+class Repository(TreeReads):
     """One store, opened with one archive key."""
 
     def __init__(self, backend: Backend, keys: crypto.Keys, cache_dir: Path | None = None,
@@ -201,126 +202,6 @@ class Repository:
 
     def write_snapshot(self, snapshot: Snapshot) -> str:
         return self._write_json(crypto.KIND_SNAPSHOT, snapshot.as_json(), snapshot_key)
-
-    def load_tree(self, tree_id: str) -> dict[str, Any]:
-        """One tree's entries, of either format (see `load_trees`)."""
-        return self.load_trees([tree_id])[tree_id]
-
-    def load_trees(self, tree_ids: Sequence[str],
-                   reads: ParallelReads | None = None) -> dict[str, dict[str, Any]]:
-        """The entries of each tree, read with as few requests as the format allows.
-
-        Format 2 trees are located through the indexes and read together: one ranged read
-        per run of nearby trees in a tree pack. Format 1 trees (and trees a repair stored
-        again as objects of their own) are one read each, in parallel on a remote store.
-        Every tree is authenticated under its id, whichever way it came.
-        """
-        found: dict[str, dict[str, Any]] = {}
-        wanted: list[str] = []
-        for tree_id in dict.fromkeys(tree_ids):
-            _check_id(tree_id, "tree")
-            cached = self._cache_path("trees", tree_id)
-            try:
-                found[tree_id] = _entries(json.loads(cached.read_bytes()), tree_id)  # type: ignore[union-attr]
-            except (AttributeError, OSError, ValueError):  # None: no cache here
-                wanted.append(tree_id)
-        if not wanted:
-            return found
-        places = self.tree_places() if self.format >= 2 else {}
-        packed = [places[tree_id][0] for tree_id in wanted if tree_id in places]
-        loose = [tree_id for tree_id in wanted if tree_id not in places]
-        own = reads is None
-        reads = reads if reads is not None else ParallelReads(read_workers(self.backend))
-        try:
-            for batch in reads.map(self._read_tree_span, plan_tree_spans(packed)):
-                found.update(batch)
-            found.update(zip(loose, reads.map(self._read_loose_tree, loose), strict=True))
-        finally:
-            if own:
-                reads.close()
-        return found
-
-    def _read_loose_tree(self, tree_id: str) -> dict[str, Any]:
-        """A tree stored as an object of its own (format 1, or a repair's copy)."""
-        try:
-            data = self._read_json(crypto.KIND_TREE, tree_id, tree_key(tree_id), "trees")
-        except IntegrityError as error:
-            if "missing from the store" not in str(error):
-                raise
-            # a HEAD of format 1 over trees in packs (one republished by an older roam), or
-            # trees packed since this repository read the indexes: read them again
-            places = self.tree_places().get(tree_id) or self.tree_places(fresh=True).get(tree_id)
-            if not places:
-                raise
-            return self._read_tree_span(plan_tree_spans(places[:1])[0])[tree_id]
-        return _entries(data, tree_id)
-
-    def _read_tree_span(self, span: Span) -> dict[str, dict[str, Any]]:
-        """The trees of `span`, from one ranged read of their tree pack.
-
-        A tree whose pack is lost or damaged is read from another copy: another tree pack
-        the indexes name, or the object of its own a repair wrote.
-        """
-        try:
-            data: memoryview | None = memoryview(
-                self.backend.get(span.pack, span.start, span.size))
-        except ObjectNotFound:
-            data = None
-        found: dict[str, dict[str, Any]] = {}
-        for ref in span.refs:
-            try:
-                found[ref[0]] = self._open_packed_tree(ref, data, span.start)
-            except IntegrityError as error:
-                found[ref[0]] = self._tree_elsewhere(ref, error)
-        return found
-
-    def _open_packed_tree(self, ref: BlobRef, data: memoryview | None,
-                          start: int) -> dict[str, Any]:
-        """One tree out of the bytes read from its pack from `start` (None: pack missing)."""
-        tree_id, pack, offset, length = ref
-        if data is None:
-            raise IntegrityError(f"integrity error: tree {tree_id} in {pack}: the pack is "
-                                 "missing from the store")
-        sealed = bytes(data[offset - start:offset - start + length])
-        if len(sealed) != length:
-            raise IntegrityError(f"integrity error: tree {tree_id} in {pack} is truncated")
-        return _entries(self._open_json(crypto.KIND_TREE, tree_id, sealed,
-                                        f"tree {tree_id} in {pack}",
-                                        self._cache_path("trees", tree_id)), tree_id)
-
-    def _tree_elsewhere(self, ref: BlobRef, error: IntegrityError) -> dict[str, Any]:
-        """A packed tree that failed where `ref` says, from any other copy; else `error`."""
-        tree_id = ref[0]
-        for other in self.tree_places().get(tree_id, []):
-            if other == ref:
-                continue
-            try:
-                data = memoryview(self.backend.get(other[1], other[2], other[3]))
-                return self._open_packed_tree(other, data, other[2])
-            except (ObjectNotFound, IntegrityError):
-                continue
-        try:
-            return _entries(self._read_json(crypto.KIND_TREE, tree_id, tree_key(tree_id),
-                                            "trees"), tree_id)
-        except IntegrityError:
-            pass
-        raise error  # what went wrong where the tree was expected: missing, or damaged
-
-    def tree_places(self, fresh: bool = False) -> dict[str, list[BlobRef]]:
-        """Every packed tree and each place it is stored, from the indexes (less voided).
-
-        Read once per repository; `fresh` reads the index listing again.
-        """
-        with self._places_lock:
-            if self._tree_places is None or fresh:
-                lost = self.voided()[0]
-                places: dict[str, list[BlobRef]] = {}
-                for _blobs, trees in self._catalog(tolerant=True).values():
-                    for ref in trees:
-                        if ref[1] not in lost:
-                            places.setdefault(ref[0], []).append(tuple(ref))  # type: ignore
-                self._tree_places = places
-            return self._tree_places
 
     def load_manifest(self, root_tree: str) -> Manifest:
         """Flatten the tree rooted at `root_tree` into a validated manifest.
@@ -761,14 +642,6 @@ class Repository:
 def _known_line(index_id: str, blobs: list[list[Any]], trees: list[list[Any]]) -> str:
     """One line of the index cache; a tree pack's line carries its trees third."""
     return json.dumps([index_id, blobs, trees] if trees else [index_id, blobs])
-
-
-def _entries(data: dict[str, Any], tree_id: str) -> dict[str, Any]:
-    """A tree's entries, checked to be a mapping."""
-    entries = data.get("entries") if isinstance(data, dict) else None
-    if not isinstance(entries, dict):
-        raise IntegrityError(f"integrity error: tree {tree_id} is malformed")
-    return entries
 
 
 def _check_id(object_id: str, what: str) -> None:

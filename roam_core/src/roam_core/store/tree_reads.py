@@ -1,0 +1,188 @@
+"""Reading trees of either format: one object each (format 1) or packed (format 2).
+
+Format 2 trees are located through the indexes (`tree_places`) and read several at once:
+one ranged read covers the trees of one level that sit near each other in a tree pack
+(`roam_core.store.treepacks`). Every tree is authenticated under its id whichever way it
+came; a tree whose place fails is read from any other copy the indexes name, then from the
+format 1 key where `roam check --repair` puts back a tree it holds.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from roam_core import crypto
+from roam_core.errors import IntegrityError, ObjectNotFound
+from roam_core.store.manifest import BlobRef, is_hex64
+from roam_core.store.objects import tree_key
+from roam_core.store.parallel import ParallelReads, read_workers
+from roam_core.store.spans import Span
+from roam_core.store.treepacks import plan_tree_spans
+
+if TYPE_CHECKING:
+    from roam_core.storage import Backend
+
+
+class TreeReads:
+    """The tree-reading half of `Repository` (which provides what is declared here)."""
+
+    backend: Backend
+    format: int
+    _tree_places: dict[str, list[BlobRef]] | None
+    _places_lock: threading.Lock
+
+    # provided by Repository
+    def _cache_path(self, kind: str, object_id: str) -> Path | None:
+        raise NotImplementedError
+
+    def _read_json(self, kind: bytes, object_id: str, key: str,
+                   label: str) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _open_json(self, kind: bytes, object_id: str, sealed: bytes, what: str,
+                   cached: Path | None) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _catalog(self, tolerant: bool = False
+                 ) -> dict[str, tuple[list[list[Any]], list[list[Any]]]]:
+        raise NotImplementedError
+
+    def voided(self) -> tuple[frozenset[str], frozenset[str]]:
+        raise NotImplementedError
+
+    def load_tree(self, tree_id: str) -> dict[str, Any]:
+        """One tree's entries, of either format (see `load_trees`)."""
+        return self.load_trees([tree_id])[tree_id]
+
+    def load_trees(self, tree_ids: Sequence[str],
+                   reads: ParallelReads | None = None) -> dict[str, dict[str, Any]]:
+        """The entries of each tree, read with as few requests as the format allows.
+
+        Format 2 trees are located through the indexes and read together: one ranged read
+        per run of nearby trees in a tree pack. Format 1 trees (and trees a repair stored
+        again as objects of their own) are one read each, in parallel on a remote store.
+        Every tree is authenticated under its id, whichever way it came.
+        """
+        found: dict[str, dict[str, Any]] = {}
+        wanted: list[str] = []
+        for tree_id in dict.fromkeys(tree_ids):
+            _check_tree_id(tree_id)
+            cached = self._cache_path("trees", tree_id)
+            try:
+                found[tree_id] = entries_of(json.loads(cached.read_bytes()), tree_id)  # type: ignore[union-attr]
+            except (AttributeError, OSError, ValueError):  # None: no cache here
+                wanted.append(tree_id)
+        if not wanted:
+            return found
+        places = self.tree_places() if self.format >= 2 else {}
+        packed = [places[tree_id][0] for tree_id in wanted if tree_id in places]
+        loose = [tree_id for tree_id in wanted if tree_id not in places]
+        own = reads is None
+        reads = reads if reads is not None else ParallelReads(read_workers(self.backend))
+        try:
+            for batch in reads.map(self._read_tree_span, plan_tree_spans(packed)):
+                found.update(batch)
+            found.update(zip(loose, reads.map(self._read_loose_tree, loose), strict=True))
+        finally:
+            if own:
+                reads.close()
+        return found
+
+    def _read_loose_tree(self, tree_id: str) -> dict[str, Any]:
+        """A tree stored as an object of its own (format 1, or a repair's copy)."""
+        try:
+            data = self._read_json(crypto.KIND_TREE, tree_id, tree_key(tree_id), "trees")
+        except IntegrityError as error:
+            if "missing from the store" not in str(error):
+                raise
+            # a HEAD of format 1 over trees in packs (one republished by an older roam), or
+            # trees packed since this repository read the indexes: read them again
+            places = self.tree_places().get(tree_id) or self.tree_places(fresh=True).get(tree_id)
+            if not places:
+                raise
+            return self._read_tree_span(plan_tree_spans(places[:1])[0])[tree_id]
+        return entries_of(data, tree_id)
+
+    def _read_tree_span(self, span: Span) -> dict[str, dict[str, Any]]:
+        """The trees of `span`, from one ranged read of their tree pack.
+
+        A tree whose pack is lost or damaged is read from another copy: another tree pack
+        the indexes name, or the object of its own a repair wrote.
+        """
+        try:
+            data: memoryview | None = memoryview(
+                self.backend.get(span.pack, span.start, span.size))
+        except ObjectNotFound:
+            data = None
+        found: dict[str, dict[str, Any]] = {}
+        for ref in span.refs:
+            try:
+                found[ref[0]] = self._open_packed_tree(ref, data, span.start)
+            except IntegrityError as error:
+                found[ref[0]] = self._tree_elsewhere(ref, error)
+        return found
+
+    def _open_packed_tree(self, ref: BlobRef, data: memoryview | None,
+                          start: int) -> dict[str, Any]:
+        """One tree out of the bytes read from its pack from `start` (None: pack missing)."""
+        tree_id, pack, offset, length = ref
+        if data is None:
+            raise IntegrityError(f"integrity error: tree {tree_id} in {pack}: the pack is "
+                                 "missing from the store")
+        sealed = bytes(data[offset - start:offset - start + length])
+        if len(sealed) != length:
+            raise IntegrityError(f"integrity error: tree {tree_id} in {pack} is truncated")
+        return entries_of(self._open_json(crypto.KIND_TREE, tree_id, sealed,
+                                        f"tree {tree_id} in {pack}",
+                                        self._cache_path("trees", tree_id)), tree_id)
+
+    def _tree_elsewhere(self, ref: BlobRef, error: IntegrityError) -> dict[str, Any]:
+        """A packed tree that failed where `ref` says, from any other copy; else `error`."""
+        tree_id = ref[0]
+        for other in self.tree_places().get(tree_id, []):
+            if other == ref:
+                continue
+            try:
+                data = memoryview(self.backend.get(other[1], other[2], other[3]))
+                return self._open_packed_tree(other, data, other[2])
+            except (ObjectNotFound, IntegrityError):
+                continue
+        try:
+            return entries_of(self._read_json(crypto.KIND_TREE, tree_id, tree_key(tree_id),
+                                            "trees"), tree_id)
+        except IntegrityError:
+            pass
+        raise error  # what went wrong where the tree was expected: missing, or damaged
+
+    def tree_places(self, fresh: bool = False) -> dict[str, list[BlobRef]]:
+        """Every packed tree and each place it is stored, from the indexes (less voided).
+
+        Read once per repository; `fresh` reads the index listing again.
+        """
+        with self._places_lock:
+            if self._tree_places is None or fresh:
+                lost = self.voided()[0]
+                places: dict[str, list[BlobRef]] = {}
+                for _blobs, trees in self._catalog(tolerant=True).values():
+                    for ref in trees:
+                        if ref[1] not in lost:
+                            places.setdefault(ref[0], []).append(tuple(ref))  # type: ignore
+                self._tree_places = places
+            return self._tree_places
+
+
+def _check_tree_id(tree_id: str) -> None:
+    if not is_hex64(tree_id):
+        raise IntegrityError(f"integrity error: malformed tree id {tree_id!r}")
+
+
+def entries_of(data: dict[str, Any], tree_id: str) -> dict[str, Any]:
+    """A tree's entries, checked to be a mapping."""
+    entries = data.get("entries") if isinstance(data, dict) else None
+    if not isinstance(entries, dict):
+        raise IntegrityError(f"integrity error: tree {tree_id} is malformed")
+    return entries
