@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from campaign.harness import Home, Runner, stores
+from campaign.storeview import open_repository
 from helpers import every_version, session_of, store_keys
 
 from roam_core.engine.prune import prune
@@ -30,8 +31,8 @@ def _versions(rng: random.Random) -> list[bytes]:
     return [rng.randbytes(60_000) for _ in range(6)]
 
 
-def _push_all(home: Home, versions: list[bytes]) -> None:
-    assert home.roam("init", "--create-remote").code == 0
+def _push_all(home: Home, versions: list[bytes], store_format: int = 2) -> None:
+    assert home.roam("init", "--create-remote", "--format", str(store_format)).code == 0
     home.write("memories/steady.md", b"steady\n" * 1000)
     for data in versions:
         home.write("memories/big.bin", data)
@@ -45,22 +46,34 @@ def _prune(home: Home, *args: str) -> dict[str, object]:
     return result.json()  # type: ignore[no-any-return]
 
 
-@pytest.mark.parametrize("kind", ["local", "s3"])
+def _tree_packs(home: Home, scratch: Path) -> set[str]:
+    """Format 2: the packs that hold trees."""
+    with open_repository(home.store, scratch) as repo:
+        return {ref[1] for copies in repo.tree_places().values() for ref in copies}
+
+
+@pytest.mark.parametrize(("kind", "store_format"), [("local", 1), ("s3", 1), ("local", 2),
+                                                    ("s3", 2)])
 def test_prune_deletes_only_what_forgotten_generations_needed(
-        kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+        kind: str, store_format: int, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     rng = random.Random(5)
     versions = _versions(rng)
     with stores(kind, tmp_path, request) as store:
         desk = Home(tmp_path / "desk", "desk", store, Runner())
-        _push_all(desk, versions)  # generations 1..6
+        _push_all(desk, versions, store_format)  # generations 1..6
         before = every_version(desk)
         assert desk.roam("forget", "--keep-last", "2", "--apply").code == 0
         packs_before = store_keys(desk, "packs/")
+        trees_before = _tree_packs(desk, tmp_path / "scratch")
+        assert bool(trees_before) == (store_format == 2)
 
         plan = _prune(desk)
         assert plan["applied"] is False and plan["kept_generations"] == 2
-        # generation 1's pack also holds steady.md (still needed): 2, 3 and 4's packs go
-        assert plan["garbage"]["packs"] == 3 and plan["garbage"]["snapshots"] == 5
+        # generation 1's pack also holds steady.md (still needed): 2, 3 and 4's packs go;
+        # in format 2 also the tree packs only forgotten generations' trees were in
+        dead_trees = len(trees_before - _reached_tree_packs(desk, tmp_path / "scratch2"))
+        assert plan["garbage"]["packs"] == 3 + dead_trees
+        assert plan["garbage"]["snapshots"] == 5
         assert plan["garbage_bytes"] >= 3 * 60_000 and plan["deleted"] == {}
         assert store_keys(desk, "packs/") == packs_before
 
@@ -81,6 +94,15 @@ def test_prune_deletes_only_what_forgotten_generations_needed(
         assert check.code == 0, check.out + check.err
         again = _prune(desk, "--apply", "--grace-minutes", "0")
         assert again["garbage"] == {} and again["deleted"] == {}
+
+
+def _reached_tree_packs(home: Home, scratch: Path) -> set[str]:
+    """The tree packs holding a tree of a kept generation (what prune must keep)."""
+    from roam_core.engine.prune import reach
+
+    with session_of(home) as session:
+        needed = reach(session)
+    return needed.packs & _tree_packs(home, scratch)
 
 
 def _stopped(pid: int) -> bool:
@@ -133,7 +155,8 @@ def test_a_push_in_flight_never_relies_on_a_marked_tree(tmp_path: Path) -> None:
         runner = Runner()
         desk = Home(tmp_path / "desk", "desk", store, runner)
         laptop = Home(tmp_path / "laptop", "laptop", store, runner)
-        assert desk.roam("init", "--create-remote").code == 0
+        # format 1: a tree is an object of its own, marked and swept by name
+        assert desk.roam("init", "--create-remote", "--format", "1").code == 0
         desk.write("memories/a.md", "a\n")
         desk.write("memories/b.md", "b\n")
         desk.write("skills/keep/SKILL.md", "b\n")  # keeps b's blob and pack needed
@@ -173,7 +196,8 @@ def test_a_long_push_whose_objects_a_prune_swept_meanwhile_publishes_nothing(
         runner = Runner()
         desk = Home(tmp_path / "desk", "desk", store, runner)
         laptop = Home(tmp_path / "laptop", "laptop", store, runner)
-        assert desk.roam("init", "--create-remote").code == 0
+        # format 1: the push relies on trees by name (format 2: on tree packs)
+        assert desk.roam("init", "--create-remote", "--format", "1").code == 0
         desk.write("memories/MEMORY.md", "one\n")
         assert desk.roam("push").code == 0
         assert laptop.roam("init").code == 0 and laptop.roam("pull", "--apply").code == 0

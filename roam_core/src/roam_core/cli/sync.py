@@ -67,7 +67,8 @@ def _init(args: argparse.Namespace) -> int:
     from roam_core.engine.init import init
 
     with operation(args, "init") as session:
-        result = init(session, create_remote=args.create_remote, name=args.name)
+        result = init(session, create_remote=args.create_remote, name=args.name,
+                      store_format=args.store_format)
     if result.founded:
         print(f"roam: founded a new fleet on {sanitize(result.identity)} as device "
               f"{sanitize(result.device)} (id {result.device_id}, generation 0)")
@@ -281,6 +282,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--name", metavar="NAME",
                         help="this device's name in the fleet (default: the device_name "
                         "setting, else the host name)")
+    parser.add_argument("--format", dest="store_format", type=int, choices=(1, 2),
+                        default=None, metavar="{1,2}",
+                        help="the format of a store founded here (default 2; 1 while a "
+                        "device still runs a roam without format 2; see roam upgrade)")
     parser.set_defaults(func=_init)
 
     parser = subparsers.add_parser("status", help="local and remote generation, changes")

@@ -28,7 +28,8 @@ class InitResult:
     device_id: str = ""
 
 
-def init(session: Session, *, create_remote: bool = False, name: str | None = None) -> InitResult:
+def init(session: Session, *, create_remote: bool = False, name: str | None = None,
+         store_format: int | None = None) -> InitResult:
     """Found the fleet (generation 0) on an empty store, or join the existing one.
 
     The device gets a random id; its name (`name`, else the device_name setting, else the
@@ -53,6 +54,8 @@ def init(session: Session, *, create_remote: bool = False, name: str | None = No
         if refused is not None:
             raise refused
         device = roster_module.choose_name({}, device_id, wanted, explicit=explicit)
+        if store_format is not None:  # founding only: a joined store keeps its own
+            session.repo.format = store_format
         head = _found(session, device_id, device)
         founded = True
     else:

@@ -87,7 +87,7 @@ def reach(session: Session) -> Reach:
     with ParallelReads(read_workers(repo.backend)) as reads:
         while level:
             below: set[str] = set()
-            for entries in reads.map(repo.load_tree, level):
+            for entries in repo.load_trees(level, reads).values():
                 for node in entries.values():
                     if node.get("t") == "d":
                         below.add(str(node["tree"]))
@@ -97,6 +97,9 @@ def reach(session: Session) -> Reach:
                             found.packs.add(str(ref[1]))
             found.trees.update(level)
             level = sorted(below - found.trees)
+    # format 2: the tree packs that hold a reached tree are needed as much as its blobs' packs
+    places = repo.tree_places()
+    found.packs.update(str(ref[1]) for tree_id in found.trees for ref in places.get(tree_id, ()))
     return found
 
 
@@ -107,7 +110,8 @@ def garbage(repo: Repository, needed: Reach, pending: Iterable[str]
     holds: dict[str, set[str]] = {}
     spans: dict[str, int] = {}
     found: set[str] = set()
-    for index_id, refs in repo.indexes().items():
+    for index_id, (blobs, trees) in repo.index_entries().items():
+        refs = blobs + trees  # a tree pack's index lists trees (format 2), a data pack's blobs
         for ref in refs:
             blob_id, pack, length = str(ref[0]), str(ref[1]), int(ref[3])
             holds.setdefault(pack, set()).add(blob_id)

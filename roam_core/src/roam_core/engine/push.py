@@ -358,6 +358,13 @@ def _swap_head(repo: Repository, head: Head, seen: Head) -> None:
     raise ConflictError("the remote head moved ahead — run roam pull first")
 
 
+def _tree_packs(repo: Repository, root: str) -> set[str]:
+    """The tree packs (format 2) holding the trees of the generation rooted at `root`."""
+    places = repo.tree_places() if repo.format >= 2 else {}
+    return {ref[1] for tree in repo.folders.get(root, {}).values()
+            for ref in places.get(tree, ())}
+
+
 def _publish(session: Session, state: LocalState, view: remote_module.RemoteView,
              manifest: Manifest, result: PushResult, projections: dict[str, str],
              base: Manifest, base_folders: dict[str, str] | None, started: float,
@@ -382,6 +389,7 @@ def _publish(session: Session, state: LocalState, view: remote_module.RemoteView
                                              for ref in entry.blobs}
                                       | {tree_key(tree) for tree in
                                          repo.folders.get(root, {}).values()}
+                                      | _tree_packs(repo, root)
                                       | {snapshot_key(snapshot_id)})
     _swap_head(repo, head, view.head)
     kill_point("push:head")

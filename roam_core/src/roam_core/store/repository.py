@@ -519,6 +519,10 @@ class Repository(TreeReads):
         """
         return {index_id: blobs for index_id, (blobs, _trees) in self._catalog().items()}
 
+    def index_entries(self) -> dict[str, tuple[list[list[Any]], list[list[Any]]]]:
+        """Each index the store lists (less voided ones) → (blob refs, tree refs)."""
+        return self._catalog()
+
     def _catalog(self, tolerant: bool = False
                  ) -> dict[str, tuple[list[list[Any]], list[list[Any]]]]:
         """Each index the store lists (less voided ones) → (blob refs, tree refs).
