@@ -170,7 +170,8 @@ class TreeReads:
                 for _blobs, trees in self._catalog(tolerant=True).values():
                     for ref in trees:
                         if ref[1] not in lost:
-                            places.setdefault(ref[0], []).append(tuple(ref))  # type: ignore
+                            places.setdefault(str(ref[0]), []).append(
+                                (str(ref[0]), str(ref[1]), int(ref[2]), int(ref[3])))
                 self._tree_places = places
             return self._tree_places
 
