@@ -110,7 +110,8 @@ def test_first_push_pull_status_and_incremental_push_count_requests(
     assert not [r.target for r in pushed if r.expect_continue]
     # the home's 2 × SKILLS + a few trees go in one tree pack, not one PUT each: the whole
     # push is its packs, their indexes, the snapshot, HEAD and a few lists and reads
-    assert len(pushed) <= 2 * packs + 8, summarize(pushed)
+    # (and the prune lease read: marks a push must honour)
+    assert len(pushed) <= 2 * packs + 10, summarize(pushed)
 
     assert laptop.roam("init").code == 0
     proxy.reset()
@@ -138,7 +139,7 @@ def test_first_push_pull_status_and_incremental_push_count_requests(
     incremental = proxy.requests()
     # the indexes this device wrote itself are known: none is read back; nor any tree
     assert _count(incremental, "GET", "index") == 0
-    assert _count(incremental, "GET", "packs") == 0
+    assert _count(incremental, "GET", "packs") <= 1  # the base tree pack's presence probe
     # a data pack and a tree pack with their indexes, the snapshot, HEAD, a few lists
     assert _count(incremental, "PUT", "packs") == 2
     assert len(incremental) <= 12, [(r.method, r.target) for r in incremental]

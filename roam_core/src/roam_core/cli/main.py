@@ -27,7 +27,8 @@ from roam_core.errors import RoamError, describe, describe_os_error
 
 #: Modules under `roam_core.cli` that add verbs; each has `register(subparsers)`.
 COMMAND_MODULES = ("listing", "rules", "demo", "config", "sync", "pull", "doctor", "auto", "mirror",
-                   "check", "sessions", "backups", "stats", "manage", "key", "upgrade", "completion")
+                   "check", "sessions", "backups", "stats", "manage", "key", "upgrade",
+                   "completion")
 
 
 def build_parser(prog: str = "roam") -> argparse.ArgumentParser:

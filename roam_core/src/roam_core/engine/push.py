@@ -371,7 +371,7 @@ def _publish(session: Session, state: LocalState, view: remote_module.RemoteView
              present: Callable[[str], bool]) -> None:
     repo = session.repo
     # like a blob, a known tree counts only while its tree pack is still stored
-    root = repo.write_manifest(manifest, base, base_folders, present)
+    root = repo.write_manifest(manifest, base, base_folders, present=present)
     kill_point("push:trees")
     generation = view.head.generation + 1
     roster = roster_module.with_row(view.snapshot.roster, state.id, state.device, {
