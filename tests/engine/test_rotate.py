@@ -123,6 +123,21 @@ def test_rotate_keeps_history_and_the_fleet_syncing(fleet: tuple[Home, Home],
     assert checked.code == 0, checked.out
 
 
+def test_a_format_2_store_stays_format_2(fleet: tuple[Home, Home], tmp_path: Path) -> None:
+    a, _b = fleet
+    with _backend(a, tmp_path / "before") as repo:
+        head = repo.read_head()
+        assert head is not None and head.format == 2, "the fleet fixture founds format 2"
+    code, out, err = _rotate(a, (new := new_key()))
+    assert code == 0, out + err
+    a.store.key = new
+    with _backend(a, tmp_path / "after") as repo:
+        head = repo.read_head()
+        assert head is not None and head.format == 2, head
+        loose = [key for key in repo.backend.list("trees/")]
+    assert not loose, f"a rotated format-2 store wrote trees one object each: {loose[:3]}"
+
+
 def test_every_object_kind_is_re_keyed(fleet: tuple[Home, Home], tmp_path: Path) -> None:
     """A void record (kind V) and an unreferenced pack are re-keyed or removed too."""
     a, _b = fleet

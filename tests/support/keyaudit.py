@@ -14,7 +14,7 @@ from roam_core import crypto
 from roam_core.errors import IntegrityError
 from roam_core.storage import Backend
 from roam_core.store import rotation
-from roam_core.store.objects import HEAD_REF
+from roam_core.store.objects import HEAD_REF, STORE_FORMATS
 
 #: Objects whose authenticated data is their whole key (not the last part of it).
 WHOLE_KEY = (rotation.ROTATION_PREFIX, rotation.TOMBSTONE_PREFIX)
@@ -70,7 +70,8 @@ def audit(backend: Backend, keys: crypto.Keys) -> Counter[str]:
     found = backend.read_ref(HEAD_REF)
     if found is not None:
         try:
-            crypto.open_sealed(keys.head, crypto.KIND_HEAD, HEAD_REF, found[0], "HEAD")
+            crypto.open_sealed(keys.head, crypto.KIND_HEAD, HEAD_REF, found[0], "HEAD",
+                              STORE_FORMATS)
             opened["HEAD"] += 1
         except IntegrityError:
             pass

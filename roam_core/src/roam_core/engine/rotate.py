@@ -67,6 +67,9 @@ class Rotation(ResealSteps):
         self.recording = Recording(session.backend)
         self.new = Repository(self.recording, new_keys, None,
                               max_file_size=session.max_file_size)
+        # void records under the old key name old packs, never the ones re-sealed here (and
+        # the new key cannot open them: a format-2 write asks which packs are voided)
+        self.new._voids = (frozenset(), frozenset())
         self.progress = progress
         self.result = RotateResult(fingerprint=new_keys.fingerprint)
         self.journal = Journal()
@@ -153,6 +156,9 @@ class Rotation(ResealSteps):
         head = remote_module.read_verified_head(self.session, state)
         if head is None:
             raise UserError("the store has no HEAD; nothing to rotate")
+        # the new key cannot read HEAD yet, so it would write the founding default: the store
+        # keeps its format (a format-1 fleet may hold devices that read no tree packs)
+        self.new.format = head.format
         started = self.journal.started
         if started is None:
             write_record(self.backend, self.new_keys, rotation.STARTED,
