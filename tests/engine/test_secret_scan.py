@@ -104,6 +104,30 @@ def test_literal_env_values_are_findings_and_an_allowed_fingerprint_travels(
     assert dev.roam("push").code == 1
 
 
+def test_a_pooled_scan_stops_the_push_like_the_serial_one(tmp_path: Path, monkeypatch) -> None:
+    from roam_core.secretscan import pool
+
+    monkeypatch.setattr(pool, "POOL_MIN_BYTES", 0)  # every push large enough for the pool
+    monkeypatch.setattr(pool, "usable_cores", lambda: 2)
+    dev, store = _device(tmp_path)
+    dev.write(".env", "WEATHER=qZ7vN2pLx9Rt4WmK8sHd\n")
+    for index in range(12):
+        dev.write(f"skills/s{index}/SKILL.md", f"---\nname: s{index}\n---\nplain {index}\n")
+    dev.write("skills/s7/SKILL.md", "---\nname: s7\n---\nkey qZ7vN2pLx9Rt4WmK8sHd\n")
+    dev.write("memories/MEMORY.md", "GITHUB_TOKEN=ghp_Fake0123456789abcdefghijklmnopqrstu\n")
+    objects_before = sorted(p for p in store.rglob("*") if p.is_file())
+    stopped = dev.roam("push", "--json")
+    assert stopped.code == 1, stopped.err
+    report = json.loads(stopped.out)
+    assert [(f["path"], f["line"], f["rule"]) for f in report["secret_findings"]] == [
+        ("memories/MEMORY.md", 1, "github-token"), ("skills/s7/SKILL.md", 4, "literal-secret")]
+    assert "qZ7vN2pLx9Rt4WmK8sHd" not in stopped.out + stopped.err
+    assert sorted(p for p in store.rglob("*") if p.is_file()) == objects_before
+    dev.write("skills/s7/SKILL.md", "---\nname: s7\n---\nclean\n")
+    dev.write("memories/MEMORY.md", "likes tea\n")
+    assert dev.roam("push").code == 0
+
+
 def test_false_positive_corpus_pushes_clean(tmp_path: Path) -> None:
     dev, _store = _device(tmp_path)
     image = base64.b64encode(bytes(range(256)) * 64).decode()

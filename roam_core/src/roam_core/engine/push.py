@@ -30,7 +30,7 @@ from roam_core.engine.state import LocalState, raise_floor, save_state
 from roam_core.errors import ConflictError, RefConflict, UserError
 from roam_core.scope.never import allowed_credentials
 from roam_core.scope.walk import hidden_by
-from roam_core.secretscan.scan import Finding, SecretsFound
+from roam_core.secretscan.scan import Finding, Scanner, SecretsFound
 from roam_core.store.manifest import FileEntry, Manifest, over_limits, synced_mode
 from roam_core.store.objects import Head, Snapshot, snapshot_key, tree_key
 from roam_core.store.packer import Packer
@@ -280,12 +280,18 @@ def scan_outgoing(session: Session, to_send: list[LocalFile], host_keys: tuple[s
     scanner = scanner_for(session.root, session.state_dir, session.settings)
     findings: list[Finding] = []
     redact = session.settings.get("redact_memories") is True
+    pooled = _scan_pooled(scanner, to_send)
     for item in to_send:
-        try:
-            with item.open_content(host_keys) as handle:
-                found = scanner.scan_stream(item.rel, handle)  # in bounded chunks
-        except FileNotFoundError:
-            continue  # vanished: the upload loop notices too
+        if item.rel in pooled:
+            found = pooled[item.rel]
+            if found is None:
+                continue  # vanished: the upload loop notices too
+        else:
+            try:
+                with item.open_content(host_keys) as handle:
+                    found = scanner.scan_stream(item.rel, handle)  # in bounded chunks
+            except FileNotFoundError:
+                continue
         result.scanned += 1
         if found and redact and not item.is_config:
             from roam_core.secretscan.memories import redact_memory
@@ -301,6 +307,20 @@ def scan_outgoing(session: Session, to_send: list[LocalFile], host_keys: tuple[s
         findings.extend(found)
     result.scan_seconds = time.perf_counter() - started
     return findings
+
+
+def _scan_pooled(scanner: Scanner, to_send: list[LocalFile]) -> dict[str, list[Finding] | None]:
+    """Findings of the plain files of a large push, scanned in a process pool.
+
+    Empty when the push is too small (or the machine has one core): then every file is
+    scanned here. Config files (their projection) and redacted copies stay here too.
+    """
+    from roam_core.secretscan.pool import scan_in_pool, worth_a_pool
+
+    plain = [(item.rel, item.location, item.size) for item in to_send
+             if not item.is_config and item.redacted is None]
+    workers = worth_a_pool(sum(size for _, _, size in plain))
+    return scan_in_pool(scanner, plain, workers) if workers else {}
 
 
 def _settle_redacted(to_send: list[LocalFile], reference: Manifest, manifest: Manifest,
