@@ -34,6 +34,7 @@ DEFAULTS: dict[str, Any] = {
     "force_guard_paths": 100,
     "operation_timeout_seconds": None,
     "prune_grace_minutes": 120,
+    "retention": {},
     "redact_env_values": True,
     "redact_patterns": [],
     "never_list_exceptions": [],
@@ -73,6 +74,10 @@ CORE_HELP: dict[str, str] = {
     "prune_grace_minutes": "`roam prune --apply` deletes only what an earlier run marked at "
                            "least this long ago (pushes running meanwhile stay safe); keep "
                            "it at 60 or more when other devices push",
+    "retention": "the fleet's retention policy, with `roam forget`'s rules as keys, e.g. "
+                 "`{keep_daily: 14, keep_monthly: 12}`; auto sync applies it (forget only) "
+                 "after each successful automatic push; empty means keep everything; "
+                 "`roam prune --apply` stays a deliberate act",
     "redact_env_values": "the mirror masks every value of the root's and the profile's `.env` "
                          "(8 characters or more) whatever its shape; off: only secret-named "
                          "and random-looking values",
@@ -90,7 +95,9 @@ CORE_HELP: dict[str, str] = {
 #: How `roam config set` checks a core setting's value (the rest follow their default's type).
 _CORE_KINDS = {"backend": "backend", "device_name": "text",
                "operation_timeout_seconds": "number", "mirror_sinks": "sinks",
-               "redact_patterns": "patterns", "never_list_exceptions": "credential files"}
+               "redact_patterns": "patterns", "never_list_exceptions": "credential files",
+               # checked by `roam config set` with the policy parser (engine layer)
+               "retention": "retention policy"}
 
 SETTINGS_PATH = ("plugins", "entries", "roam", "settings")
 

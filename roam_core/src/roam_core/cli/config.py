@@ -52,6 +52,10 @@ def _set(args: argparse.Namespace) -> int:
     _refuse_secret(args.key)
     value = _parse_value(args.value)
     _registry().check(args.key, value)
+    if args.key == "retention":
+        from roam_core.engine.retention import Policy
+
+        Policy.from_setting(value)  # an unknown rule or a bad count: a one-line UserError
     write_settings(resolve_home(args.home).root, {args.key: value})
     return 0
 

@@ -166,11 +166,48 @@ def push_now(root: Path) -> str:
     autostate.update(root, record)
     if result.ok:
         log.info("roam: automatic push done")
+        apply_retention(root)
         return "pushed"
     if skip:
         log.info("roam: automatic push skipped: %s", skip)
         return "skipped"
     log.warning("roam: automatic push failed: %s", result.error or result.code)
+    return "failed"
+
+
+def apply_retention(root: Path) -> str:
+    """After a successful automatic push, forget what the `retention` setting does not keep.
+
+    Forget only records; prune (the deletion) is never automatic (docs/decisions.md). A
+    failure here never undoes or fails the push: it is logged and stashed as a notice.
+    """
+    from roam_core.engine.retention import Policy
+    from roam_core.service import verbs
+
+    settings = _settings(root)
+    raw = settings.raw.get("retention") if settings else None
+    try:
+        policy = Policy.from_setting(raw)
+    except Exception as failure:  # a bad setting: say so, the push already succeeded
+        return _retention_failed(root, str(failure))
+    if policy.empty():
+        return "off"
+    result = call(lambda notify: verbs.forget(root, notify, policy, apply=True), "forget")
+    if not result.ok:
+        skip = _skip_reason(result)
+        if skip:
+            log.info("roam: automatic forget skipped: %s", skip)
+            return "skipped"
+        return _retention_failed(root, result.error or f"exit status {result.code}")
+    forgot = len((_document(result) or {}).get("forget") or [])
+    log.info("roam: automatic forget (%s) forgot %d generation(s)", policy.describe(), forgot)
+    return f"forgot {forgot}"
+
+
+def _retention_failed(root: Path, reason: str) -> str:
+    log.warning("roam: automatic forget failed: %s", reason)
+    autostate.stash_notice(root, f"roam pushed, but applying the retention setting failed: "
+                                 f"{reason}; tell the user (roam forget shows the plan).")
     return "failed"
 
 

@@ -16,6 +16,7 @@ from roam_core.service.session import Notify, operation
 
 if TYPE_CHECKING:
     from roam_core.engine.force_guard import Confirm
+    from roam_core.engine.forget import ForgetPlan
     from roam_core.engine.progress import ProgressSink
     from roam_core.engine.pull import PullResult
     from roam_core.engine.push import PushResult
@@ -137,3 +138,27 @@ def pull(home: str | Path | None, notify: Notify, *, apply: bool = False,
                              progress=progress, cron_only=cron_only)
         cron_off = cron_only and not session.core.sync_cron
     return PullRecord(root, profiles, result, cron_off)
+
+
+@dataclass(frozen=True)
+class ForgetRecord:
+    """`roam forget`: what a retention policy keeps and forgets, and whether it was recorded."""
+
+    plan: ForgetPlan
+    schema: int = SCHEMA
+
+    @property
+    def exit_code(self) -> int:
+        return 0
+
+    def as_json(self) -> dict[str, Any]:
+        return dict(self.plan.as_json())
+
+
+def forget(home: str | Path | None, notify: Notify, policy: Any, *,
+           apply: bool = False) -> ForgetRecord:
+    """Plan (and with `apply`, record) what a retention `Policy` forgets."""
+    from roam_core.engine.forget import forget as engine_forget
+
+    with operation(home, "forget", notify) as session:
+        return ForgetRecord(engine_forget(session, policy, apply=apply))
