@@ -53,7 +53,7 @@ def test_pool_finds_what_the_serial_scan_finds(tmp_path: Path) -> None:
         with open(location, "rb") as handle:
             serial[rel] = scanner.scan_stream(rel, handle)
     pooled = pool.scan_in_pool(scanner, files, 2)
-    assert pooled.pop("gone.md") is None
+    assert pooled is not None and pooled.pop("gone.md") is None
     assert pooled == serial
     found = [finding for findings in serial.values() for finding in findings]
     rules = {finding.rule for finding in found}
@@ -95,7 +95,15 @@ def _descendants(pid: int) -> set[int]:
     return out
 
 
-def test_literals_never_in_a_workers_argv_or_environment(tmp_path: Path) -> None:
+def test_a_failed_worker_means_a_serial_scan(tmp_path: Path, monkeypatch) -> None:
+    files = _corpus(tmp_path, 4)
+    monkeypatch.setattr("sys.executable", "/bin/false")
+    assert pool.scan_in_pool(_scanner(), files, 2) is None
+
+
+def test_literals_never_in_a_workers_argv_or_environment(tmp_path: Path,
+                                                          monkeypatch) -> None:
+    monkeypatch.setenv("ROAM_ARCHIVE_KEY", "ROAM_ARCHIVE_KEY")  # roam's own: not passed on
     # A FIFO holds a worker in its read until this test has looked at every process.
     fifo = tmp_path / "held.md"
     os.mkfifo(fifo)
@@ -115,7 +123,8 @@ def test_literals_never_in_a_workers_argv_or_environment(tmp_path: Path) -> None
                     pass
         writer.write(f"value {LITERAL} and {SHORT_LITERAL}\n".encode())
     thread.join(60)
-    assert workers and b"multiprocessing" in seen, "no worker was looked at: proves nothing"
+    assert workers and b"roam_core.secretscan.pool" in seen, "no worker seen: proves nothing"
     assert LITERAL.encode() not in seen and SHORT_LITERAL.encode() not in seen
+    assert b"ROAM_ARCHIVE_KEY" not in seen
     # ...and yet the worker had them: it found both.
     assert sorted(f.rule for f in result["held.md"]) == ["literal-secret", "literal-secret"]

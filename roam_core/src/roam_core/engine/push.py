@@ -312,15 +312,16 @@ def scan_outgoing(session: Session, to_send: list[LocalFile], host_keys: tuple[s
 def _scan_pooled(scanner: Scanner, to_send: list[LocalFile]) -> dict[str, list[Finding] | None]:
     """Findings of the plain files of a large push, scanned in a process pool.
 
-    Empty when the push is too small (or the machine has one core): then every file is
-    scanned here. Config files (their projection) and redacted copies stay here too.
+    Empty when the push is too small (or the machine has one core) or a worker failed:
+    then every file is scanned here. Config files (their projection) and redacted copies
+    are always scanned here.
     """
     from roam_core.secretscan.pool import scan_in_pool, worth_a_pool
 
     plain = [(item.rel, item.location, item.size) for item in to_send
              if not item.is_config and item.redacted is None]
     workers = worth_a_pool(sum(size for _, _, size in plain))
-    return scan_in_pool(scanner, plain, workers) if workers else {}
+    return (scan_in_pool(scanner, plain, workers) if workers else None) or {}
 
 
 def _settle_redacted(to_send: list[LocalFile], reference: Manifest, manifest: Manifest,

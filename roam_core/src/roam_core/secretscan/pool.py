@@ -2,11 +2,13 @@
 
 One process reads text at a few tens of MB/s; a first push of a large home holds hundreds
 of MB of changed text, so on a machine with more than one core the files are scanned by a
-pool of worker processes. The workers are started with `forkserver` (or `spawn`), never
-`fork`: the push may have threads running, and a forked copy of a locked lock deadlocks.
-They import only `roam_core.secretscan`. The scanner, with this machine's literal secrets,
-reaches them as the pool initializer's argument, which multiprocessing pickles over a pipe:
-never written to disk, never in a worker's argv or environment.
+pool of worker processes: `python -m roam_core.secretscan.pool`, one per share of
+the files. Not `multiprocessing`: its `fork` copies a push that may have threads running
+(a copied locked lock deadlocks), and its `spawn`/`forkserver` re-import the parent's main
+module in every worker (for a Hermes tool, Hermes itself). These workers import only
+`roam_core.secretscan`. The scanner, with this machine's literal secrets, reaches them
+pickled on their stdin: never written to disk, never in a worker's argv, and the workers'
+environment leaves out roam's, Hermes's and secret-named variables.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from roam_core.secretscan.rules import Rule
 from roam_core.secretscan.scan import Finding, Scanner
 
 #: Below this much changed text the pool's start (a fresh interpreter per worker) costs more
@@ -22,8 +23,6 @@ from roam_core.secretscan.scan import Finding, Scanner
 POOL_MIN_BYTES = 32 << 20
 #: Enough workers to fill the cores of an ordinary laptop; more only add start-up time.
 MAX_WORKERS = 4
-
-_scanner: Scanner | None = None  # the worker's scanner, set by `_start`
 
 
 def usable_cores() -> int:
@@ -57,45 +56,79 @@ def shares(files: Sequence[tuple[str, str, int]], count: int) -> list[list[tuple
     return [share for share in out if share]
 
 
-def _start(literals: tuple[str, ...], extra: tuple[Rule, ...],
-           allowed: frozenset[str]) -> None:
-    """Pool initializer: build the parent's scanner from what came over the pool's pipe.
-
-    The built-in rules hold functions, which do not pickle; the worker has them by import.
-    """
-    global _scanner
-    _scanner = Scanner(literals, extra, allowed)
-
-
-def _scan_share(share: list[tuple[str, str]]) -> list[tuple[str, list[Finding] | None]]:
+def _scan_share(scanner: Scanner,
+                share: list[tuple[str, str]]) -> list[tuple[str, list[Finding] | None]]:
     """Findings of every file of one share; None for a file that vanished."""
-    assert _scanner is not None
     out: list[tuple[str, list[Finding] | None]] = []
     for rel, location in share:
         try:
             with open(location, "rb") as handle:
-                out.append((rel, _scanner.scan_stream(rel, handle)))
+                out.append((rel, scanner.scan_stream(rel, handle)))
         except FileNotFoundError:
             out.append((rel, None))
     return out
 
 
+def worker_env() -> dict[str, str]:
+    """A worker's environment: the parent's without roam's and Hermes's variables (secrets)."""
+    return {name: value for name, value in os.environ.items()
+            if not name.startswith(("ROAM_", "HERMES_")) and "KEY" not in name.upper()
+            and "TOKEN" not in name.upper() and "SECRET" not in name.upper()}
+
+
 def scan_in_pool(scanner: Scanner, files: Sequence[tuple[str, str, int]],
-                 workers: int) -> dict[str, list[Finding] | None]:
+                 workers: int) -> dict[str, list[Finding] | None] | None:
     """Findings by path (None: vanished) of `files` ((rel, location, size)), by `workers`.
 
-    The result is the serial scan's: each file is scanned whole by one worker with the same
-    scanner, and the caller reads the results in its own (path) order.
+    Each worker is a fresh `python -m roam_core.secretscan.pool` (exec'd at once, so threads
+    of the push do not matter) that imports only the scanner; its share and the scanner's
+    literals, user patterns and allowed fingerprints reach it pickled on its stdin. Each file
+    is scanned whole by one worker with the same scanner, so the findings are the serial
+    scan's; the caller reads them in its own (path) order. None when a worker failed: the
+    caller then scans serially (fail closed: never a push with a file unscanned).
     """
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    import pickle
+    import subprocess
+    import sys
 
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-    results: dict[str, list[Finding] | None] = {}
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context,
-                             initializer=_start,
-                             initargs=(scanner.literals, scanner.extra, scanner.allowed)) as pool:
-        for done in pool.map(_scan_share, shares(files, workers)):
-            results.update(done)
-    return results
+    procs = []
+    try:
+        for share in shares(files, workers):
+            proc = subprocess.Popen([sys.executable, "-m", "roam_core.secretscan.pool"],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    stderr=subprocess.DEVNULL, env=worker_env())
+            procs.append(proc)
+            # The worker reads all of its stdin before it writes: this never blocks for long.
+            assert proc.stdin is not None
+            pickle.dump((scanner.literals, scanner.extra, scanner.allowed, share), proc.stdin)
+            proc.stdin.close()
+        results: dict[str, list[Finding] | None] = {}
+        for proc in procs:
+            assert proc.stdout is not None
+            out = proc.stdout.read()
+            if proc.wait() != 0:
+                return None
+            results.update(pickle.loads(out))  # our own child's answer
+        return results
+    except (OSError, pickle.PickleError, EOFError):
+        return None
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
+
+
+def _worker() -> None:
+    """A worker: read (literals, extra rules, allowed, share) on stdin, pickle the findings."""
+    import pickle
+    import sys
+
+    literals, extra, allowed, share = pickle.load(sys.stdin.buffer)
+    pickle.dump(_scan_share(Scanner(literals, extra, allowed), share), sys.stdout.buffer)
+
+
+if __name__ == "__main__":
+    _worker()
