@@ -45,11 +45,22 @@ def open_repository(store: Store, scratch: Path, cache: bool = False) -> Iterato
 
 
 def generations(repo: Repository) -> dict[int, tuple[str, Snapshot]]:
-    """Every generation reachable from HEAD: number → (snapshot id, snapshot)."""
+    """Every generation reachable from HEAD: number → (snapshot id, snapshot).
+
+    A forgotten generation is stepped over through its record, as `roam history` does (its
+    snapshot may already be pruned).
+    """
+    from roam_core.store.forgets import forgotten
+
     head = repo.read_head()
     found: dict[int, tuple[str, Snapshot]] = {}
     snapshot_id = None if head is None else head.snapshot
+    dropped = forgotten(repo)
     while snapshot_id is not None:
+        gone = dropped.get(snapshot_id)
+        if gone is not None:
+            snapshot_id = gone.parent
+            continue
         snapshot = repo.load_snapshot(snapshot_id)
         found[snapshot.generation] = (snapshot_id, snapshot)
         snapshot_id = snapshot.parent
