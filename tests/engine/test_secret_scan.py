@@ -109,6 +109,7 @@ def test_a_pooled_scan_stops_the_push_like_the_serial_one(tmp_path: Path, monkey
 
     monkeypatch.setattr(pool, "POOL_MIN_BYTES", 0)  # every push large enough for the pool
     monkeypatch.setattr(pool, "usable_cores", lambda: 2)
+    monkeypatch.setattr(pool, "busy_cores", lambda: 0.0)
     dev, store = _device(tmp_path)
     dev.write(".env", "WEATHER=qZ7vN2pLx9Rt4WmK8sHd\n")
     for index in range(12):

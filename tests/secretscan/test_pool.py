@@ -69,12 +69,17 @@ def test_shares_are_balanced_and_cover_every_file() -> None:
     assert max(loads) - min(loads) <= 10, loads
 
 
-def test_small_pushes_stay_serial(monkeypatch) -> None:
+def test_small_or_busy_machines_stay_serial(monkeypatch) -> None:
+    monkeypatch.setattr(pool, "busy_cores", lambda: 0.2)
+    monkeypatch.setattr(pool, "usable_cores", lambda: 8)
     assert pool.worth_a_pool(pool.POOL_MIN_BYTES) == 0
+    assert pool.worth_a_pool(10 * pool.POOL_MIN_BYTES) == pool.MAX_WORKERS
     monkeypatch.setattr(pool, "usable_cores", lambda: 1)
     assert pool.worth_a_pool(10 * pool.POOL_MIN_BYTES) == 0
-    monkeypatch.setattr(pool, "usable_cores", lambda: 8)
-    assert pool.worth_a_pool(10 * pool.POOL_MIN_BYTES) == pool.MAX_WORKERS
+    monkeypatch.setattr(pool, "usable_cores", lambda: 2)
+    assert pool.worth_a_pool(10 * pool.POOL_MIN_BYTES) == 2
+    monkeypatch.setattr(pool, "busy_cores", lambda: 1.5)  # no idle core: no gain
+    assert pool.worth_a_pool(10 * pool.POOL_MIN_BYTES) == 0
 
 
 def _descendants(pid: int) -> set[int]:

@@ -8,7 +8,7 @@ the files. Not `multiprocessing`: its `fork` copies a push that may have threads
 module in every worker (for a Hermes tool, Hermes itself). These workers import only
 `roam_core.secretscan`. The scanner, with this machine's literal secrets, reaches them
 pickled on their stdin: never written to disk, never in a worker's argv, and the workers'
-environment leaves out roam's, Hermes's and secret-named variables.
+environment is an allowlist with no `ROAM_*` variable and no other secret.
 """
 
 from __future__ import annotations
@@ -33,12 +33,25 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
+def busy_cores() -> float:
+    """The one-minute load average: how many cores other work keeps busy."""
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return float("inf")  # unknown: assume no core is free
+
+
 def worth_a_pool(total_bytes: int) -> int:
-    """The number of workers for `total_bytes` of files; 0 when one process is better."""
-    cores = usable_cores()
-    if total_bytes <= POOL_MIN_BYTES or cores < 2:
+    """The number of workers for `total_bytes` of files; 0 when one process is better.
+
+    Workers only help on cores nothing else uses: on a 2-core machine at load 7-9 the pool
+    made the scan slower (docs/benchmarks.md), so the pool gets the idle cores only, plus
+    the one this process frees while it waits.
+    """
+    idle = int(usable_cores() - busy_cores())
+    if total_bytes <= POOL_MIN_BYTES or idle < 1:
         return 0
-    return min(cores, MAX_WORKERS)
+    return min(usable_cores(), idle + 1, MAX_WORKERS)
 
 
 def shares(files: Sequence[tuple[str, str, int]], count: int) -> list[list[tuple[str, str]]]:
@@ -70,10 +83,10 @@ def _scan_share(scanner: Scanner,
 
 
 def worker_env() -> dict[str, str]:
-    """A worker's environment: the parent's without roam's and Hermes's variables (secrets)."""
+    """A worker's environment: an allowlist (what Python needs to find roam), no secret."""
+    keep = ("PATH", "HOME", "LANG", "TZ", "TMPDIR", "PYTHONPATH", "PYTHONHOME")
     return {name: value for name, value in os.environ.items()
-            if not name.startswith(("ROAM_", "HERMES_")) and "KEY" not in name.upper()
-            and "TOKEN" not in name.upper() and "SECRET" not in name.upper()}
+            if name in keep or name.startswith("LC_")}
 
 
 def scan_in_pool(scanner: Scanner, files: Sequence[tuple[str, str, int]],
