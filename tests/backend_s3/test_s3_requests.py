@@ -56,7 +56,11 @@ def proxy(moto_s3: S3Server) -> Iterator[LatencyProxy]:
 
 @pytest.fixture
 def fleet(moto_s3: S3Server, proxy: LatencyProxy, tmp_path: Path,
-          monkeypatch: pytest.MonkeyPatch) -> tuple[Home, Home]:
+          monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> tuple[Home, Home]:
+    """Two devices on a fresh bucket behind the proxy; a test parametrized with
+    `store_format` founds the store in that format (the default is the current one)."""
+    callspec = getattr(request.node, "callspec", None)
+    store_format = callspec.params.get("store_format") if callspec else None
     # small packs, so a small home spreads over several
     monkeypatch.setattr("roam_core.store.packer.PACK_TARGET", 64 * 1024)
     settings = moto_s3.settings(moto_s3.fresh_bucket())
@@ -73,7 +77,8 @@ def fleet(moto_s3: S3Server, proxy: LatencyProxy, tmp_path: Path,
     for number in range(BIG_FILES):
         desk.write(f"memories/big{number}.md", base64.b64encode(rng.randbytes(48_000)))
     desk.write("memories/MEMORY.md", "first\n")
-    assert desk.roam("init", "--create-remote").code == 0
+    founding = ("--format", str(store_format)) if store_format else ()
+    assert desk.roam("init", "--create-remote", *founding).code == 0
     return desk, laptop
 
 

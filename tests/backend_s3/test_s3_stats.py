@@ -7,6 +7,7 @@ from its cache.
 
 from __future__ import annotations
 
+import pytest
 from campaign.harness import Home
 from test_s3_requests import (  # noqa: F401
     SKILLS,
@@ -23,7 +24,10 @@ from support.s3_servers import S3Server
 pytest_plugins = ("support.s3_servers",)
 
 
-def test_stats_requests_are_bounded(fleet: tuple[Home, Home], proxy: LatencyProxy,  # noqa: F811
+# its bounds count format 1's tree objects; a format-2 store reads its trees from tree packs
+@pytest.mark.parametrize("store_format", [1])
+def test_stats_requests_are_bounded(store_format: int,  # read by `fleet`
+                                    fleet: tuple[Home, Home], proxy: LatencyProxy,  # noqa: F811
                                     moto_s3: S3Server) -> None:
     desk, laptop = fleet
     assert desk.roam("push").code == 0
@@ -59,5 +63,7 @@ def test_stats_requests_are_bounded(fleet: tuple[Home, Home], proxy: LatencyProx
     requests = proxy.requests()
     assert not [r for r in requests if r.method == "GET" and "/objects/" in r.target
                 and "list-type" not in r.target], [(r.method, r.target) for r in requests]
-    assert len(requests) <= 8, [(r.method, r.target) for r in requests]
+    # HEAD and one listing per kind of object (forget records joined them): a fixed
+    # number, whatever the store holds
+    assert len(requests) <= 10, [(r.method, r.target) for r in requests]
     print(f"stats, warm cache: {summarize(requests)}")
