@@ -44,18 +44,19 @@ def open_repository(store: Store, scratch: Path, cache: bool = False) -> Iterato
         backend.close()
 
 
-def generations(repo: Repository) -> dict[int, tuple[str, Snapshot]]:
+def generations(repo: Repository, *,
+                with_forgotten: bool = False) -> dict[int, tuple[str, Snapshot]]:
     """Every generation reachable from HEAD: number → (snapshot id, snapshot).
 
     A forgotten generation is stepped over through its record, as `roam history` does (its
-    snapshot may already be pruned).
+    snapshot may already be pruned), unless `with_forgotten` (its snapshot still stored).
     """
     from roam_core.store.forgets import forgotten
 
     head = repo.read_head()
     found: dict[int, tuple[str, Snapshot]] = {}
     snapshot_id = None if head is None else head.snapshot
-    dropped = forgotten(repo)
+    dropped = {} if with_forgotten else forgotten(repo)
     while snapshot_id is not None:
         gone = dropped.get(snapshot_id)
         if gone is not None:

@@ -168,7 +168,7 @@ def test_forget_records_are_re_keyed_with_their_snapshots(fleet: tuple[Home, Hom
     a.store.key = new
     _assert_only_new_key_opens(a, old, tmp_path / "audit")
     with _backend(a, tmp_path / "read") as repo:
-        chain = generations(repo)
+        chain = generations(repo, with_forgotten=True)  # the record names generation 1
         [key] = list(repo.backend.list("forgets/"))
         record_id = key.rpartition("/")[2]
         found = repo.read_record(crypto.KIND_FORGET, record_id, key, "forgets")
