@@ -67,9 +67,7 @@ class Rotation(ResealSteps):
         self.recording = Recording(session.backend)
         self.new = Repository(self.recording, new_keys, None,
                               max_file_size=session.max_file_size)
-        # void records under the old key name old packs, never the ones re-sealed here (and
-        # the new key cannot open them: a format-2 write asks which packs are voided)
-        self.new._voids = (frozenset(), frozenset())
+        self.new.ignore_voids()  # a format-2 write asks which packs are voided
         self.progress = progress
         self.result = RotateResult(fingerprint=new_keys.fingerprint)
         self.journal = Journal()

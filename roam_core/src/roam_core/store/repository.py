@@ -605,6 +605,14 @@ class Repository(TreeReads):
             self._voids = (frozenset(packs), frozenset(indexes))
         return self._voids
 
+    def ignore_voids(self) -> None:
+        """Count on every pack and index, whatever void records the store holds.
+
+        For a repository that re-writes the store under a new key (a rotation): the void
+        records there are the old key's, name only old packs, and this key cannot open them.
+        """
+        self._voids = (frozenset(), frozenset())
+
     def write_void(self, packs: set[str], indexes: set[str]) -> None:
         """Record that `packs` and `indexes` are lost or damaged (nothing is ever deleted)."""
         value = {"v": 1, "packs": sorted(packs), "indexes": sorted(indexes)}
