@@ -12,6 +12,7 @@ every kept generation reads back whole.
 from __future__ import annotations
 
 import random
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -32,17 +33,22 @@ PUSH_SECONDS = 6
 GRACE_SECONDS = 8
 
 
-def _pushes(home: Home, rounds: int) -> subprocess.Popen[str]:
-    """A shell loop in its own process: pull when behind, push, a few times."""
-    script = " ; ".join(
-        [f"for i in $(seq {rounds}); do {_quote(home.argv('pull', '--apply'))} >/dev/null 2>&1;"
-         f" {_quote(home.argv('push'))} >/dev/null 2>&1; done; exit 0"])
+def _pushes(home: Home, seconds: int) -> subprocess.Popen[str]:
+    """A shell loop in its own process for at least `seconds`: fresh content, pull, push.
+
+    The loop runs by time, not by count, so it outlasts the grace period on a fast machine
+    too: marks made by the first sweeps come due while pushes are still in flight, and each
+    pass leaves a generation that the next forget turns into garbage.
+    """
+    fresh = home.root / "memories" / f"{home.name}-loop.md"
+    script = (f"while :; do head -c 20000 /dev/urandom > {shlex.quote(str(fresh))};"
+              f" {_quote(home.argv('pull', '--apply'))} >/dev/null 2>&1;"
+              f" {_quote(home.argv('push'))} >/dev/null 2>&1;"
+              f" [ $SECONDS -ge {seconds} ] && break; done; exit 0")
     return subprocess.Popen(["bash", "-c", script], env=home.env(), text=True)
 
 
 def _quote(argv: list[str]) -> str:
-    import shlex
-
     return " ".join(shlex.quote(word) for word in argv)
 
 
@@ -67,7 +73,7 @@ def test_pushes_while_prune_runs_lose_nothing_kept(kind: str, tmp_path: Path,
             for home in homes:
                 home.write(f"memories/{home.name}.md", rng.choice(pool))
                 home.write("memories/shared.md", rng.choice(pool))
-            pushers = [_pushes(home, 3) for home in homes]
+            pushers = [_pushes(home, GRACE_SECONDS + PUSH_SECONDS) for home in homes]
             try:
                 with session_of(homes[0]) as session:
                     # sweep after sweep while the pushes run; a push's budget (PUSH_SECONDS,
