@@ -390,3 +390,32 @@ class CoreSettings:
     def number(self, name: str) -> float:
         """A numeric core setting, checked now (see `number`)."""
         return number(self.raw, name)
+
+    @property
+    def redact_patterns(self) -> object:
+        """`redact_patterns` as written, checked when a scan or the mirror compiles it.
+
+        `secretscan.rules.user_rules` checks and compiles it, so a bad pattern stops only
+        what masks with it.
+        """
+        return self.raw.get("redact_patterns")
+
+    @property
+    def mirror_sinks(self) -> list[str]:
+        """The sink names in `mirror_sinks` (a list, or one name); empty: the mirror is off.
+
+        Checked when read, so a bad value stops only the mirror.
+
+        Raises:
+            ConfigError: when the value is not a name or a list of names.
+        """
+        raw = self.raw.get("mirror_sinks") or []
+        if isinstance(raw, str):
+            raw = [raw]
+        if not isinstance(raw, list) or not all(isinstance(name, str) for name in raw):
+            raise ConfigError("mirror_sinks must be a list of sink names, e.g. [discord]")
+        seen: list[str] = []
+        for name in raw:
+            if name.strip() and name.strip() not in seen:
+                seen.append(name.strip())
+        return seen

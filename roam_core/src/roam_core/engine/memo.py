@@ -44,10 +44,9 @@ _HEAVY = ("base", "projections")
 
 def _key(session: Session, scope: ScopeModel,
          state_signature: list[int] | None) -> list[Any] | None:
-    fingerprint = getattr(scope, "fingerprint", None)
-    if fingerprint is None or state_signature is None:
-        return None  # a scope that cannot say what it decides on is looked at every time
-    return [__version__, sys.version, str(session.root), state_signature, fingerprint()]
+    if state_signature is None:
+        return None  # a state that cannot say when it last changed is looked at every time
+    return [__version__, sys.version, str(session.root), state_signature, scope.fingerprint()]
 
 
 def state_signature(session: Session) -> list[int] | None:

@@ -208,11 +208,8 @@ class Planner:
         return _remote_source(self.session, entry)
 
     def _reason(self, rel: str) -> str:
-        explain = getattr(self.scope, "explain", None)
-        if explain is None:
-            return str(self.scope.classify(rel).value)
-        found = explain(rel)
-        return f"{found[0].value}: {found[1]}" if isinstance(found, tuple) else str(found)
+        scope, why = self.scope.explain(rel)
+        return f"{scope.value}: {why}"
 
     def _path(self, rel: str, r: FileEntry | None, b: FileEntry | None,
               loc: LocalFile | None) -> None:

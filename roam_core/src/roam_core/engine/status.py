@@ -45,7 +45,7 @@ def local_changes(session: Session, state: LocalState | None = None, *,
     # as the walk saw them, before the inventory is set aside below
     seen = {rel: item.signature for rel, item in files.items()} if signature else {}
     cache = StatCache(session.state_dir / "cache")
-    fill_digests(files, cache, tuple(getattr(scope, "host_keys", ())))
+    fill_digests(files, cache, scope.host_keys)
     cache.save(files)
     # the plugin inventory is rewritten by every push from what is installed: not a change
     files.pop(inventory.INVENTORY, None)
@@ -54,7 +54,7 @@ def local_changes(session: Session, state: LocalState | None = None, *,
     changed = sorted(rel for rel, item in files.items()
                      if rel in base and (item.sha256, synced_mode(item.mode)) != base[rel])
     unseen = set(state.unseen)  # hidden by rules until now: never here, so not removed
-    skipped = sorted(getattr(scope, "skipped", []))
+    skipped = sorted(scope.skipped)
     hidden = hidden_by(skipped)
     removed = sorted(rel for rel in base if rel not in files and rel not in unseen
                      and scope.classify(rel) is Scope.SHARED and not hidden(rel))
@@ -63,7 +63,7 @@ def local_changes(session: Session, state: LocalState | None = None, *,
     changes: dict[str, list[Any]] = {"added": added, "changed": changed, "removed": removed,
                                      "skipped": [list(item) for item in said]}
     if signature is not None:
-        memo.remember(session, state, signature, started, getattr(scope, "folders", []),
+        memo.remember(session, state, signature, started, scope.folders,
                       seen, changes)
     return changes
 
@@ -81,7 +81,7 @@ def _secret_warnings(session: Session, state: LocalState, changes: dict[str, lis
     try:
         found = findings_in(session.root, session.state_dir, session.settings, paths,
                             is_config=scope.is_config,
-                            host_keys=tuple(getattr(scope, "host_keys", ())),
+                            host_keys=scope.host_keys,
                             projections=state.projections)
     except RoamError as error:  # status still answers; push will refuse with the reason
         report["secret_scan_error"] = describe(error)
@@ -102,7 +102,7 @@ def status(session: Session) -> dict[str, Any]:
     dirty = sum(len(paths) for paths in changes.values())
     report: dict[str, Any] = {
         "root": str(session.root), "device": state.device,
-        "backend": str(session.settings.get("backend") or "local"),
+        "backend": session.core.backend,
         "identity": state.identity, "local_generation": state.generation,
         "dirty": dirty, "changes": changes, "conflicts": sorted(state.conflicts),
         "entry_conflicts": {rel: list(keys) for rel, keys in sorted(state.entry_conflicts.items())},
@@ -113,11 +113,9 @@ def status(session: Session) -> dict[str, Any]:
     }
     scope = session.scope
     _secret_warnings(session, state, changes, report)
-    if hasattr(scope, "profiles"):
-        report["profiles"] = [{"name": name, "excluded": excluded}
-                              for name, excluded in scope.profiles()]
-    if hasattr(scope, "optional_items"):
-        report["optional"] = scope.optional_items()
+    report["profiles"] = [{"name": name, "excluded": excluded}
+                          for name, excluded in scope.profiles()]
+    report["optional"] = scope.optional_items()
     try:
         # HEAD and its snapshot (the roster) are enough: the manifest is not needed here
         head = remote_module.read_verified_head(session, state)

@@ -7,8 +7,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from roam_core.errors import ConfigError
-
 _cache: dict[Path, tuple[tuple[int, int], dict[str, Any]]] = {}
 _lock = threading.Lock()
 
@@ -35,13 +33,6 @@ def settings_for(root: Path) -> dict[str, Any]:
 
 def enabled_sinks(settings: dict[str, Any]) -> list[str]:
     """The sink names in `mirror_sinks` (a list, or one name); empty means the mirror is off."""
-    raw = settings.get("mirror_sinks") or []
-    if isinstance(raw, str):
-        raw = [raw]
-    if not isinstance(raw, list) or not all(isinstance(name, str) for name in raw):
-        raise ConfigError("mirror_sinks must be a list of sink names, e.g. [discord]")
-    seen: list[str] = []
-    for name in raw:
-        if name.strip() and name.strip() not in seen:
-            seen.append(name.strip())
-    return seen
+    from roam_core.settings import CoreSettings
+
+    return CoreSettings.build(settings).mirror_sinks

@@ -78,13 +78,13 @@ def hermes_redactor() -> Redactor | None:
 def _settings(root: Path | None) -> tuple[bool, tuple[Rule, ...]]:
     """(`redact_env_values`, the `redact_patterns` rules) of `root`'s settings."""
     from roam_core.mirror.config import settings_for
+    from roam_core.settings import CoreSettings
 
     if root is None:
         return True, ()
     try:
-        settings = settings_for(root)
-        return settings.get("redact_env_values", True) is not False, \
-            user_rules(settings.get("redact_patterns"))
+        core = CoreSettings.build(settings_for(root))
+        return core.redact_env_values, user_rules(core.redact_patterns)
     except RoamError as error:  # a bad pattern must not let a secret out: hold the turn
         raise RedactionUnavailable(f"roam's redaction settings are unusable: {error}") from None
 

@@ -215,6 +215,7 @@ def scanner_for(root: Path, state_dir: Path, settings: Mapping[str, Any]) -> Sca
         ConfigError: for unusable `redact_patterns` or `secrets-allow.yaml`.
     """
     from roam_core.secretscan.literals import LiteralsUnavailable, literal_secrets
+    from roam_core.settings import CoreSettings
 
     profiles = root / "profiles"
     names = ["default", *sorted(p.name for p in profiles.iterdir() if p.is_dir())] \
@@ -225,5 +226,6 @@ def scanner_for(root: Path, state_dir: Path, settings: Mapping[str, Any]) -> Sca
             found.update(literal_secrets(root, name, all_env_values=False))
     except LiteralsUnavailable as error:
         raise UserError(f"push stopped: {error} (the secret scan needs it)") from None
-    return Scanner(sorted(found, key=len, reverse=True),
-                   user_rules(settings.get("redact_patterns")), load_allowed(state_dir))
+    patterns = CoreSettings.build(settings).redact_patterns
+    return Scanner(sorted(found, key=len, reverse=True), user_rules(patterns),
+                   load_allowed(state_dir))
