@@ -99,8 +99,8 @@ def test_names_are_synced_once_per_folder_and_before_any_ref_moves(
     import roam_backend_local.backend as module
 
     events: list[str] = []
-    real_fsync_dir, real_replace = module._fsync_dir, os.replace
-    monkeypatch.setattr(module, "_fsync_dir",
+    real_fsync_dir, real_replace = module.fsync_dir, os.replace
+    monkeypatch.setattr(module, "fsync_dir",
                         lambda path: (events.append(f"sync {Path(path).name}"),
                                       real_fsync_dir(path))[1])
     monkeypatch.setattr(os, "replace",

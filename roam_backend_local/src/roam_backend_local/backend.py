@@ -26,19 +26,12 @@ from roam_core.plugin import (
     ObjectExists,
     ObjectNotFound,
     RefConflict,
+    fsync_dir,
     validate_key,
     validate_ref,
 )
 
 _TEMP_PREFIX = ".tmp-"
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _write_temp(directory: Path, data: bytes) -> Path:
@@ -109,7 +102,7 @@ class LocalBackend(Backend):
             folders, self._unsynced = self._unsynced, set()
         try:
             for folder in sorted(folders, key=lambda path: len(path.parts), reverse=True):
-                _fsync_dir(folder)
+                fsync_dir(folder)
         except OSError as error:
             with self._unsynced_lock:
                 self._unsynced.update(folders)
@@ -208,7 +201,7 @@ class LocalBackend(Backend):
             touched.add(path.parent)
         try:
             for folder in touched:
-                _fsync_dir(folder)
+                fsync_dir(folder)
         except OSError as error:
             raise _os_error("sync the store", error) from None
 
@@ -258,7 +251,7 @@ class LocalBackend(Backend):
             version = secrets.token_hex(16)
             temp = _write_temp(self.refs, version.encode("ascii") + b"\n" + data)
             os.replace(temp, path)
-            _fsync_dir(self.refs)
+            fsync_dir(self.refs)
             return version
         except OSError as error:
             raise _os_error(f"write ref {name}", error) from None

@@ -30,6 +30,7 @@ from roam_core.errors import (
     TransientBackendError,
     UserError,
 )
+from roam_core.fs import fsync_dir
 from roam_core.hookspecs import hookimpl
 from roam_core.storage import (
     Backend,
@@ -137,6 +138,7 @@ __all__ = [
     "TurnEvent",
     "UserError",
     "deadline",
+    "fsync_dir",
     "get_manager",
     "hookimpl",
     "make_live_event",
