@@ -25,9 +25,13 @@ from roam_core.plugin import deadline as _deadline
 #: global `core.hooksPath` would otherwise run them on the mirror's own ref updates).
 #: git strips `-c` from the environment of a local (file://) remote's receive-pack, so the
 #: remote's own hooks still run.
+#: And no zlib or delta search: roam's objects are encrypted, so neither can shrink them,
+#: and on a 371 MiB first push they cost minutes (deflating loose objects in `hash-object`,
+#: a delta search and a level-6 deflate in the push's `pack-objects`). Level 0 stores the
+#: bytes as they are; a window of 0 turns the delta search off.
 BASE_CONFIG = ("gc.auto=0", "maintenance.auto=false", "core.pager=cat",
                "commit.gpgSign=false", "push.gpgSign=false", "credential.interactive=false",
-               f"core.hooksPath={os.devnull}")
+               f"core.hooksPath={os.devnull}", "core.compression=0", "pack.window=0")
 #: Transfers slower than 1 byte/s for a minute are dead (covers a stalled https stream).
 NETWORK_CONFIG = ("http.lowSpeedLimit=1", "http.lowSpeedTime=60")
 

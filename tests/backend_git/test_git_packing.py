@@ -1,0 +1,74 @@
+"""The git backend spends no CPU on compression or delta search: roam's objects are encrypted.
+
+Encrypted bytes neither compress nor delta, so zlib and git's delta search over them are pure
+cost: on the benchmark's `large` home (371 MiB of packs) git's default `pack-objects` spent
+three minutes of a first push looking for deltas and deflating at level 6, and `hash-object`
+another 40 s deflating loose objects. These tests write compressible, near-identical objects
+(which a default git would deflate and delta) and check the mirror and the pushed pack hold
+them as they are.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+from roam_backend_git.backend import GitBackend
+from support.git_remotes import bare_repo, file_url
+
+Opener = Callable[..., GitBackend]
+#: Compressible and near-identical: zlib would shrink each, git's delta search pair them.
+FIRST = b"roam " * 40_000
+SECOND = FIRST[:100_000] + b"changed" + FIRST[100_007:]
+
+
+def _git(repo: Path, *args: str, input: bytes | None = None) -> str:
+    return subprocess.run(["git", f"--git-dir={repo}", *args], check=True, capture_output=True,
+                          input=input, timeout=60).stdout.decode()
+
+
+def _sizes(repo: Path, shas: list[str]) -> dict[str, tuple[int, int]]:
+    """Each object's size and its size on disk (loose or packed)."""
+    out = _git(repo, "cat-file", "--batch-check=%(objectname) %(objectsize) %(objectsize:disk)",
+               input="".join(f"{sha}\n" for sha in shas).encode())
+    return {name: (int(size), int(disk))
+            for name, size, disk in (line.split() for line in out.splitlines())}
+
+
+def _blob_ids(repo: Path, commit: str, *paths: str) -> list[str]:
+    return [_git(repo, "rev-parse", f"{commit}:{path}").strip() for path in paths]
+
+
+def test_the_mirror_stores_objects_without_deflating_them(tmp_path: Path,
+                                                          open_backend: Opener) -> None:
+    backend = open_backend(file_url(bare_repo(tmp_path / "remote")))
+    backend.put_new("packs/a", FIRST)
+    commit = backend.swap_ref("HEAD", b"gen-1", None)
+    mirror = backend.mirror.path
+    for size, disk in _sizes(mirror, _blob_ids(mirror, commit, "packs/a")).values():
+        assert disk >= size, f"the mirror deflated an object: {disk} bytes on disk for {size}"
+
+
+def test_the_push_sends_objects_without_deltas_or_deflating(tmp_path: Path,
+                                                            open_backend: Opener) -> None:
+    remote = bare_repo(tmp_path / "remote")
+    # the remote keeps the pack as sent (git unpacks pushes of < 100 objects by default)
+    _git(remote, "config", "receive.unpackLimit", "1")
+    backend = open_backend(file_url(remote))
+    backend.put_new("packs/a", FIRST)
+    backend.put_new("packs/b", SECOND)
+    commit = backend.swap_ref("HEAD", b"gen-1", None)
+    packs = sorted((remote / "objects" / "pack").glob("pack-*.idx"))
+    assert packs, "the remote kept no pack"
+    pushed = set()
+    for index in packs:
+        for line in _git(remote, "verify-pack", "-v", str(index)).splitlines():
+            fields = line.split()
+            if len(fields) >= 5 and fields[1] in ("blob", "tree", "commit"):
+                pushed.add(fields[0])
+                assert len(fields) == 5, f"the push sent a delta: {line}"
+    blobs = _blob_ids(remote, commit, "packs/a", "packs/b")
+    assert set(blobs) <= pushed
+    for size, disk in _sizes(remote, blobs).values():
+        assert disk >= size, f"the push deflated an object: {disk} bytes in the pack for {size}"
