@@ -45,6 +45,7 @@ class Request:
     body: int = 0
     expect_continue: bool = False
     body_head: bytes = b""  # the body's first BODY_HEAD bytes
+    range: str = ""  # a ranged GET's `Range` header: which bytes of the object it read
     status: int = 0
     started: float = 0.0
     ended: float | None = None
@@ -295,7 +296,7 @@ class LatencyProxy:
             request = Request(connection, method, rest.rpartition(" ")[0],
                               int(headers.get("content-length", "0") or 0),
                               headers.get("expect", "").lower() == "100-continue",
-                              started=now)
+                              range=headers.get("range", ""), started=now)
             self._log_sent[connection] = request
             if not parser.expect_body(headers):
                 self._log_sent[connection] = None

@@ -11,9 +11,10 @@ import pytest
 from roam_core import crypto
 from roam_core.errors import IntegrityError
 from roam_core.store.manifest import BlobRef
+from roam_core.store.objects import CHUNK_SIZE, PACK_TARGET
 from roam_core.store.packer import Packer
 from roam_core.store.repository import Repository
-from roam_core.store.spans import Span, SpanReader, plan_spans
+from roam_core.store.spans import Span, SpanReader, plan_spans, span_policy
 from roam_core.testing.memory import MemoryBackend
 
 
@@ -37,6 +38,21 @@ def test_a_span_stops_at_its_size_a_wide_gap_and_a_step_back() -> None:
     # the same blob twice (two files with equal content) is read once per use
     twice = plan_spans([_ref("p", 0, 10), _ref("p", 0, 10)])
     assert len(twice) == 1 and len(twice[0].refs) == 2
+
+
+def test_on_a_remote_store_a_whole_pack_is_one_span() -> None:
+    # a pack of 4 MiB chunks: filled to its target, its last sealed blob overshoots it
+    sealed = CHUNK_SIZE + 45
+    refs = [_ref("p", n * sealed, sealed) for n in range(-(-PACK_TARGET // sealed))]
+    remote, local = span_policy(remote=True), span_policy(remote=False)
+    assert len(plan_spans(refs, remote.limit, remote.gap)) == 1
+    # a text pack, its small blobs read through the gaps of blobs another device holds
+    small = [_ref("p", n * 70_000, 50_000) for n in range(PACK_TARGET // 70_000)]
+    assert len(plan_spans(small, remote.limit, remote.gap)) == 1
+    # a local read costs no round trip: smaller spans, less held
+    assert len(plan_spans(refs, local.limit, local.gap)) == len(refs)
+    # two whole packs ahead: one is read while another is decoded
+    assert remote.window >= 2 * remote.limit and remote.workers > 1 and local.workers == 1
 
 
 def test_reads_run_in_parallel_within_a_window_and_come_back_in_order() -> None:

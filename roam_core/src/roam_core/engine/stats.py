@@ -128,16 +128,23 @@ def store_stats(session: Session, last: int = DEFAULT_LAST) -> StoreStats:
 
 
 def _load_trees(repo: Repository, roots: Iterable[str]) -> dict[str, _Tree]:
-    """Every tree under `roots`, each read once, level by level, each level in parallel."""
+    """Every tree under `roots`, each read once, level by level, each level in parallel.
+
+    Format 2: each tree pack is read whole at its first touch (`whole_packs`), not per level.
+    """
     trees: dict[str, _Tree] = {}
     level = sorted(set(roots))
-    with ParallelReads(read_workers(repo.backend)) as reads:
-        while level:
-            below: set[str] = set()
-            for tree_id, entries in repo.load_trees(level, reads).items():
-                tree = trees[tree_id] = _reduce(tree_id, entries)
-                below.update(tree.children)
-            level = sorted(below - trees.keys())
+    try:
+        with ParallelReads(read_workers(repo.backend)) as reads:
+            while level:
+                below: set[str] = set()
+                for tree_id, entries in repo.load_trees(level, reads,
+                                                        whole_packs=True).items():
+                    tree = trees[tree_id] = _reduce(tree_id, entries)
+                    below.update(tree.children)
+                level = sorted(below - trees.keys())
+    finally:
+        repo.drop_held_trees()
     return trees
 
 

@@ -46,8 +46,8 @@ from roam_core.store.objects import (
 )
 from roam_core.store.parallel import ParallelReads, read_workers
 from roam_core.store.rotation import read_tombstone, rekeyed_store, rotated_message
-from roam_core.store.spans import SPAN_WORKERS, Span, SpanReader, plan_spans
-from roam_core.store.tree_reads import TreeReads
+from roam_core.store.spans import Span, SpanReader, plan_spans, span_policy
+from roam_core.store.tree_reads import HeldTrees, TreeReads
 from roam_core.store.tree_reuse import Reuse, changed_folders
 from roam_core.store.treepacks import TreePacker
 from roam_core.store.uploads import Uploads, put_once
@@ -85,6 +85,8 @@ class Repository(TreeReads):
         #: Where each packed tree is stored, by the indexes (every copy), once asked.
         self._tree_places: dict[str, list[BlobRef]] | None = None
         self._places_lock = threading.Lock()
+        #: Trees read with their tree pack's others, for the levels a load has still to read.
+        self._held_trees = HeldTrees()
 
     # -- HEAD ----------------------------------------------------------------------------
 
@@ -213,18 +215,22 @@ class Repository(TreeReads):
         folders: dict[str, str] = {}
         level: list[tuple[str, str]] = [("", root_tree)]
         depth = 0
-        with ParallelReads(read_workers(self.backend)) as reads:
-            while level:
-                if depth > MAX_FOLDERS:
-                    raise IntegrityError(f"integrity error: tree {level[0][1]} nests too deep")
-                loaded = self.load_trees(sorted({tree_id for _prefix, tree_id in level}),
-                                         reads)
-                below: list[tuple[str, str]] = []
-                for prefix, tree_id in level:
-                    folders[prefix[:-1]] = tree_id
-                    self._flatten(tree_id, prefix, loaded[tree_id], files, below)
-                level = below
-                depth += 1
+        try:
+            with ParallelReads(read_workers(self.backend)) as reads:
+                while level:
+                    if depth > MAX_FOLDERS:
+                        raise IntegrityError(
+                            f"integrity error: tree {level[0][1]} nests too deep")
+                    loaded = self.load_trees(sorted({tree_id for _prefix, tree_id in level}),
+                                             reads, whole_packs=True)
+                    below: list[tuple[str, str]] = []
+                    for prefix, tree_id in level:
+                        folders[prefix[:-1]] = tree_id
+                        self._flatten(tree_id, prefix, loaded[tree_id], files, below)
+                    level = below
+                    depth += 1
+        finally:
+            self.drop_held_trees()  # trees of other generations: not kept past the load
         manifest = check_manifest(files, self.max_file_size, f"snapshot tree {root_tree}")
         self.seen_trees.update(folders.values())
         self.folders[root_tree] = folders
@@ -481,9 +487,10 @@ class Repository(TreeReads):
         ahead of the caller (see `roam_core.store.spans`). `tolerant`: a blob that fails
         its checks comes back as its `IntegrityError` instead of ending the reading.
         """
-        workers = SPAN_WORKERS if self.backend.capabilities.remote else 1
-        reader = SpanReader(plan_spans(refs), lambda span: self._read_span(span, tolerant),
-                            workers)
+        policy = span_policy(self.backend.capabilities.remote)
+        reader = SpanReader(plan_spans(refs, policy.limit, policy.gap),
+                            lambda span: self._read_span(span, tolerant), policy.workers,
+                            policy.window)
         try:
             for _ref, result in reader:
                 yield result  # type: ignore[misc]

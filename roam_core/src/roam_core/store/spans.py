@@ -16,8 +16,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from roam_core.store.manifest import BlobRef
+from roam_core.store.objects import CHUNK_SIZE, PACK_TARGET
 
-#: One span reads at most this many bytes (a pack is 16 MiB: about two spans each).
+#: One span reads at most this many bytes from a local store, where a read costs no round
+#: trip and smaller spans keep less in memory.
 SPAN_BYTES = 8 * 1024 * 1024
 #: Bytes of unwanted blobs a span may read through to join two wanted ones.
 SPAN_GAP = 256 * 1024
@@ -25,6 +27,36 @@ SPAN_GAP = 256 * 1024
 WINDOW_BYTES = 32 * 1024 * 1024
 #: Spans read at once on a remote store: enough to fill a long fat pipe.
 SPAN_WORKERS = 8
+#: On a remote store a span may cover a whole pack: a pack is filled to PACK_TARGET and its
+#: last blob (one chunk, sealed) may overshoot it. 8 MiB spans cost a pull of the `large`
+#: home 93 GETs for 32 packs (4 MiB blobs never joined: two sealed ones exceed 8 MiB).
+REMOTE_SPAN_BYTES = PACK_TARGET + CHUNK_SIZE + 1024 * 1024
+#: On a remote store a round trip costs more than reading a megabyte through.
+REMOTE_SPAN_GAP = 1024 * 1024
+#: On a remote store: two whole packs ahead, so one is read while another is decoded.
+REMOTE_WINDOW_BYTES = 2 * REMOTE_SPAN_BYTES
+
+
+@dataclass(frozen=True)
+class SpanPolicy:
+    """How spans are cut and read ahead for one store: limit, gap, window and workers."""
+
+    limit: int
+    gap: int
+    window: int
+    workers: int
+
+
+#: A local store: small spans, one reader (a read costs no round trip).
+LOCAL_SPANS = SpanPolicy(SPAN_BYTES, SPAN_GAP, WINDOW_BYTES, 1)
+#: A remote store: whole packs per request, several in flight, a window of bytes held.
+REMOTE_SPANS = SpanPolicy(REMOTE_SPAN_BYTES, REMOTE_SPAN_GAP, REMOTE_WINDOW_BYTES,
+                          SPAN_WORKERS)
+
+
+def span_policy(remote: bool) -> SpanPolicy:
+    """The span policy for a store that is (or is not) remote."""
+    return REMOTE_SPANS if remote else LOCAL_SPANS
 
 
 @dataclass

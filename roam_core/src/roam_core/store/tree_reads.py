@@ -27,6 +27,49 @@ if TYPE_CHECKING:
     from roam_core.storage import Backend
 
 
+#: Sealed trees a whole-generation load may hold for the levels below the one being read.
+HELD_TREE_BYTES = 32 * 1024 * 1024
+
+
+class HeldTrees:
+    """Sealed trees read with a tree pack's others, kept for the levels still to be read.
+
+    A pull loads every tree of a generation, level by level; reading all the trees of a
+    tree pack at its first touch turns one ranged read per level into one per pack. What
+    is held is bounded by bytes; a tree leaves when it is taken. Each is still opened and
+    authenticated under its id when taken.
+    """
+
+    def __init__(self, budget: int = HELD_TREE_BYTES) -> None:
+        self.budget = budget
+        self._trees: dict[str, tuple[BlobRef, bytes]] = {}
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def room(self, size: int) -> bool:
+        """Whether `size` more bytes fit in the budget now."""
+        with self._lock:
+            return self._size + size <= self.budget
+
+    def keep(self, ref: BlobRef, sealed: bytes) -> None:
+        with self._lock:
+            if ref[0] not in self._trees and self._size + len(sealed) <= self.budget:
+                self._trees[ref[0]] = (ref, sealed)
+                self._size += len(sealed)
+
+    def take(self, tree_id: str) -> tuple[BlobRef, bytes] | None:
+        with self._lock:
+            found = self._trees.pop(tree_id, None)
+            if found is not None:
+                self._size -= len(found[1])
+            return found
+
+    def clear(self) -> None:
+        with self._lock:
+            self._trees.clear()
+            self._size = 0
+
+
 class TreeReads:
     """The tree-reading half of `Repository` (which provides what is declared here)."""
 
@@ -34,6 +77,7 @@ class TreeReads:
     format: int
     _tree_places: dict[str, list[BlobRef]] | None
     _places_lock: threading.Lock
+    _held_trees: HeldTrees
 
     # provided by Repository
     def _cache_path(self, kind: str, object_id: str) -> Path | None:
@@ -58,14 +102,19 @@ class TreeReads:
         """One tree's entries, of either format (see `load_trees`)."""
         return self.load_trees([tree_id])[tree_id]
 
-    def load_trees(self, tree_ids: Sequence[str],
-                   reads: ParallelReads | None = None) -> dict[str, dict[str, Any]]:
+    def load_trees(self, tree_ids: Sequence[str], reads: ParallelReads | None = None, *,
+                   whole_packs: bool = False) -> dict[str, dict[str, Any]]:
         """The entries of each tree, read with as few requests as the format allows.
 
         Format 2 trees are located through the indexes and read together: one ranged read
         per run of nearby trees in a tree pack. Format 1 trees (and trees a repair stored
         again as objects of their own) are one read each, in parallel on a remote store.
         Every tree is authenticated under its id, whichever way it came.
+
+        `whole_packs` (a caller loading whole generations, level by level): on a remote
+        store, a tree pack is read whole at its first touch and the trees not asked for yet
+        are held for the next levels (`HeldTrees`), so a generation's trees cost one read per
+        tree pack, not one per level.
         """
         found: dict[str, dict[str, Any]] = {}
         wanted: list[str] = []
@@ -81,10 +130,13 @@ class TreeReads:
         places = self.tree_places() if self.format >= 2 else {}
         packed = [places[tree_id][0] for tree_id in wanted if tree_id in places]
         loose = [tree_id for tree_id in wanted if tree_id not in places]
+        whole = whole_packs and self.backend.capabilities.remote
+        spans = self._whole_pack_spans(packed, found) if whole else plan_tree_spans(packed)
+        asked = set(wanted)
         own = reads is None
         reads = reads if reads is not None else ParallelReads(read_workers(self.backend))
         try:
-            for batch in reads.map(self._read_tree_span, plan_tree_spans(packed)):
+            for batch in reads.map(lambda span: self._read_tree_span(span, asked), spans):
                 found.update(batch)
             found.update(zip(loose, reads.map(self._read_loose_tree, loose), strict=True))
         finally:
@@ -107,11 +159,49 @@ class TreeReads:
             return self._read_tree_span(plan_tree_spans(places[:1])[0])[tree_id]
         return entries_of(data, tree_id)
 
-    def _read_tree_span(self, span: Span) -> dict[str, dict[str, Any]]:
-        """The trees of `span`, from one ranged read of their tree pack.
+    def drop_held_trees(self) -> None:
+        """Let go of the trees a `whole_packs` load held for levels it did not reach."""
+        self._held_trees.clear()
 
-        A tree whose pack is lost or damaged is read from another copy: another tree pack
-        the indexes name, or the object of its own a repair wrote.
+    def _whole_pack_spans(self, packed: list[BlobRef],
+                          found: dict[str, dict[str, Any]]) -> list[Span]:
+        """Spans reading every tree of each tree pack `packed` touches (held ones: none).
+
+        Trees already held are opened into `found`. A pack whose trees do not fit in what
+        may be held is read as before: only the trees asked for.
+        """
+        rest: list[BlobRef] = []
+        for ref in packed:
+            held = self._held_trees.take(ref[0])
+            if held is None:
+                rest.append(ref)
+                continue
+            try:
+                found[ref[0]] = self._open_packed_tree(held[0], memoryview(held[1]), held[0][2])
+            except IntegrityError as error:
+                found[ref[0]] = self._tree_elsewhere(held[0], error)
+        in_pack: dict[str, dict[str, BlobRef]] = {}
+        for ref in rest:
+            in_pack.setdefault(ref[1], {})[ref[0]] = ref
+        spans: list[Span] = []
+        for pack, asked in in_pack.items():
+            every = dict(asked)
+            for places in self.tree_places().values():
+                for place in places:
+                    if place[1] == pack:
+                        every.setdefault(place[0], place)
+            extra = sum(ref[3] for tree_id, ref in every.items() if tree_id not in asked)
+            chosen = every if self._held_trees.room(extra) else asked
+            spans.extend(plan_tree_spans(list(chosen.values())))
+        return spans
+
+    def _read_tree_span(self, span: Span,
+                        asked: set[str] | None = None) -> dict[str, dict[str, Any]]:
+        """The trees of `span` asked for (None: all), from one ranged read of their pack.
+
+        The span's other trees are held for a later level (`HeldTrees`). A tree whose pack
+        is lost or damaged is read from another copy: another tree pack the indexes name,
+        or the object of its own a repair wrote.
         """
         try:
             data: memoryview | None = memoryview(
@@ -120,6 +210,11 @@ class TreeReads:
             data = None
         found: dict[str, dict[str, Any]] = {}
         for ref in span.refs:
+            if asked is not None and ref[0] not in asked:
+                if data is not None:
+                    start = ref[2] - span.start
+                    self._held_trees.keep(ref, bytes(data[start:start + ref[3]]))
+                continue
             try:
                 found[ref[0]] = self._open_packed_tree(ref, data, span.start)
             except IntegrityError as error:

@@ -1,0 +1,125 @@
+"""Issue 22: a pull's requests grow with the store's packs, not with its folders or files.
+
+A home of N folders (some nested deep) and P packs goes through moto behind
+bench/netproxy.py. A format 2 pull reads HEAD, the snapshot, the listings, every index once
+(all at the same time), each tree pack once (whole, at the first level that touches it, not
+once per level) and each data pack once (one ranged read per pack, not per blob or per
+8 MiB): O(P + N / trees per pack) requests, in a number of waves that does not grow with the
+home's depth.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from campaign.harness import Home
+from campaign.storeview import open_repository
+from test_s3_requests import (  # noqa: F401
+    LatencyProxy,
+    Request,
+    _count,
+    fleet,
+    proxy,
+    summarize,
+)
+
+from support.s3_servers import S3Server
+
+pytest_plugins = ("support.s3_servers",)
+
+#: Folders nested this deep under the fleet's home: a pull reading trees level by level
+#: would read their tree pack once per level.
+DEPTH = 12
+#: Small files spread over that nesting, packed many to a pack: read per blob, a pull would
+#: make a request for each.
+NOTES = 60
+
+
+def _pack_of(target: str) -> str:
+    """The store key `packs/<2 hex>/<sha>` a request's target names."""
+    path = target.partition("?")[0]
+    return "packs/" + path.split("/packs/", 1)[1]
+
+
+def _packs(home: Home, scratch: Path) -> tuple[int, set[str], set[str]]:
+    """The store's indexes (how many), its tree packs and its data packs."""
+    with open_repository(home.store, scratch / "view") as repo:
+        entries = repo.index_entries()
+    return (len(entries),
+            {str(ref[1]) for _blobs, trees in entries.values() for ref in trees},
+            {str(ref[1]) for blobs, _trees in entries.values() for ref in blobs})
+
+
+def _pack_reads(requests: list[Request]) -> Counter[str]:
+    """GETs per pack key."""
+    return Counter(_pack_of(r.target) for r in requests if r.method == "GET"
+                   and "/packs/" in r.target)
+
+
+def test_a_pull_reads_each_pack_once_whatever_the_home_s_depth(
+        fleet: tuple[Home, Home], proxy: LatencyProxy, moto_s3: S3Server,  # noqa: F811
+        tmp_path: Path) -> None:
+    desk, laptop = fleet
+    deep = "/".join(f"level{n}" for n in range(DEPTH))
+    for number in range(NOTES):
+        desk.write(f"skills/deep/{deep}/branch{number % 6}/note{number}.md",
+                   f"note {number}\n" * 30)
+    assert desk.roam("push").code == 0
+    indexes, tree_packs, data_packs = _packs(desk, tmp_path)
+    folders = DEPTH + 6 + 2 * 36
+
+    assert laptop.roam("init").code == 0
+    proxy.reset()
+    assert laptop.roam("pull", "--apply").code == 0
+    pulled = proxy.requests()
+    summary = summarize(pulled)
+    files = laptop.files()
+    assert files[f"skills/deep/{deep}/branch5/note59.md"] == b"note 59\n" * 30
+
+    reads = _pack_reads(pulled)
+    # every tree of the generation from one read of its tree pack, not one read per level
+    assert all(reads[pack] <= 1 for pack in tree_packs), \
+        {pack: reads[pack] for pack in tree_packs}
+    # a data pack is one ranged read; a few more are the planner's own reads of files it
+    # merges (memories, config), one blob each
+    assert sum(reads[pack] for pack in data_packs) <= len(data_packs) + 4, reads
+    assert set(reads) <= tree_packs | data_packs
+    # the whole pull: HEAD, the snapshot, two listings, every index, the packs and a few
+    # more; never the folders (DEPTH + …) nor the files (NOTES + …)
+    assert _count(pulled, "GET", "index") == indexes
+    assert len(pulled) <= indexes + len(tree_packs) + len(data_packs) + 12, summary
+    assert len(pulled) < folders + NOTES, summary
+    # waits one after another: HEAD, snapshot, listings, indexes, trees, data; not the depth
+    assert summary.waves <= 12, summary
+
+
+def test_stats_on_format_2_reads_each_tree_pack_once_and_no_data_pack(
+        fleet: tuple[Home, Home], proxy: LatencyProxy, moto_s3: S3Server,  # noqa: F811
+        tmp_path: Path) -> None:
+    desk, laptop = fleet
+    deep = "/".join(f"level{n}" for n in range(DEPTH))
+    desk.write(f"skills/deep/{deep}/note.md", "deep\n")
+    assert desk.roam("push").code == 0
+    for version in range(3):
+        desk.write("memories/MEMORY.md", f"version {version}\n")
+        desk.write(f"skills/deep/{deep}/note.md", f"deep {version}\n")
+        assert desk.roam("push").code == 0
+    indexes, tree_packs, data_packs = _packs(desk, tmp_path)
+    assert len(tree_packs) >= 5  # init's and each push's
+    assert laptop.roam("init").code == 0
+
+    proxy.reset()
+    stats = laptop.roam("stats", "--json")
+    requests = proxy.requests()
+    assert stats.code == 0 and stats.json()["generations"] == 5, stats.err
+    summary = summarize(requests)
+    reads = _pack_reads(requests)
+    assert not set(reads) & data_packs, reads
+    # each generation's trees from its tree packs, each read once, not once per level
+    assert all(count == 1 for count in reads.values()), reads
+    assert _count(requests, "GET", "index") <= indexes
+    assert _count(requests, "GET", "snapshots") <= 5
+    assert len(requests) <= indexes + len(tree_packs) + 5 + 10, summary
+    # the snapshot chain and a few: not the depth times the generations
+    assert summary.waves <= 5 + 12, summary
