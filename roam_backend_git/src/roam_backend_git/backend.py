@@ -21,6 +21,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -107,6 +108,7 @@ class GitBackend(Backend):
         self._staged_dirs: set[str] = set()
         self._cache: OrderedDict[str, bytes] = OrderedDict()
         self._cache_bytes = 0
+        self._loading: dict[str, Future[bytes]] = {}  # sha -> the read running for it
 
     # -- plumbing helpers -------------------------------------------------------------------
 
@@ -178,20 +180,41 @@ class GitBackend(Backend):
         return sha
 
     def _read(self, sha: str, cache: bool) -> bytes:
+        """The blob's bytes; a ranged read (`cache`) keeps them for the next ranges.
+
+        Ranged reads of one blob come in parallel (a pull reads a pack's spans in several
+        threads): one `cat-file` runs and the others wait for its bytes, instead of each
+        piping the whole pack out of git again.
+        """
         with self._state:
             cached = self._cache.get(sha)
             if cached is not None:
                 self._cache.move_to_end(sha)
                 return cached
-        data = self.mirror.read_blob(sha)
-        if cache and len(data) <= BLOB_CACHE_BYTES:
+            running = self._loading.get(sha)
+            loading: Future[bytes] | None = None
+            if running is None and cache:
+                loading = self._loading[sha] = Future()
+        if running is not None:
+            return running.result()
+        if loading is None:
+            return self.mirror.read_blob(sha)
+        try:
+            data = self.mirror.read_blob(sha)
+        except BaseException as failure:
             with self._state:
-                if sha not in self._cache:
-                    self._cache[sha] = data
-                    self._cache_bytes += len(data)
-                while self._cache_bytes > BLOB_CACHE_BYTES:
-                    _old, dropped = self._cache.popitem(last=False)
-                    self._cache_bytes -= len(dropped)
+                del self._loading[sha]
+            loading.set_exception(failure)
+            raise
+        with self._state:
+            del self._loading[sha]
+            if len(data) <= BLOB_CACHE_BYTES and sha not in self._cache:
+                self._cache[sha] = data
+                self._cache_bytes += len(data)
+            while self._cache_bytes > BLOB_CACHE_BYTES:
+                _old, dropped = self._cache.popitem(last=False)
+                self._cache_bytes -= len(dropped)
+        loading.set_result(data)
         return data
 
     # -- objects ----------------------------------------------------------------------------
