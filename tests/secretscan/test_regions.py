@@ -68,3 +68,61 @@ def test_a_secret_across_a_chunk_boundary_and_past_any_size_is_found(monkeypatch
     assert [(f.rule, f.line) for f in found] == [
         ("github-token", data[:cut].count(b"\n") + 1), ("github-token", data.count(b"\n"))]
     assert all(token not in f.excerpt for f in found)
+
+
+#: Secrets at the edges of what the window search looks for: the shortest token (a Slack
+#: token of exactly 15 characters), URLs whose run is shorter than ten bytes or whose
+#: password is short, a secret query parameter in a short run, a short `name: value`.
+EDGES = ["xoxb-12ab34cd56", "a://u:p9@h", "redis://:Zk3x9Qp2@cache", "see ?sig=Zk3x9Qp2a",
+         "API_KEY: Zk3x9Qp2", "x://Zk3x9Qp2Lm0vRt7YwE3s@h"]
+
+
+@pytest.mark.parametrize("edge", EDGES)
+def test_secrets_at_the_window_searchs_edges_are_found(edge: str) -> None:
+    data = (PROSE * 50 + f"{edge}\n" + PROSE * 50).encode()
+    scanner = Scanner()
+    whole = _whole(scanner, data)
+    assert whole, f"{edge!r} is a secret: a whole read finds it"
+    assert _windowed(scanner, data) == whole
+    assert sum(e - s for s, e in windows(data)) < len(data) / 4, "not a partial read"
+
+
+def test_runs_one_byte_short_of_a_token_are_not_windows() -> None:
+    line = b"the quick brown fox " * 3 + b"\n"
+    for length in (14, 15, 16):
+        data = line * 40 + b"word " + b"k" * length + b" end\n" + line * 40
+        assert bool(windows(data)) is (length >= 15), length
+
+
+def test_a_key_after_a_nul_past_the_binary_probe_is_found(tmp_path) -> None:
+    """Only a NUL in the first 8 KiB makes a file binary; one later does not hide a key."""
+    token = "ghp_Fake0123456789abcdefghijklmnopqrstu"
+    data = PROSE.encode() * 200 + b"\0\0 a NUL in a log \n" + f"t {token}\n".encode()
+    assert b"\0" not in data[:scan.BINARY_PROBE]
+    path = tmp_path / "app.log"
+    path.write_bytes(data)
+    found = Scanner().scan_file("app.log", str(path))
+    assert [(f.rule, f.line) for f in found] == [("github-token", data.count(b"\n"))]
+    assert found == Scanner().scan_bytes("app.log", data)
+    path.write_bytes(b"\0" + data)  # binary by its first bytes: skipped, as documented
+    assert Scanner().scan_file("app.log", str(path)) == []
+
+
+def test_a_file_scanned_by_path_finds_what_a_stream_finds_across_chunks(tmp_path,
+                                                                       monkeypatch) -> None:
+    monkeypatch.setattr(scan, "CHUNK", 1 << 16)
+    monkeypatch.setattr(scan, "OVERLAP", 1 << 10)
+    rng = random.Random(7)
+    parts = []
+    while sum(map(len, parts)) < 5 << 16:
+        parts.append(PROSE * rng.randint(1, 30))
+        parts.append(rng.choice([r.example for r in PUSH_RULES]) + "\n")
+    data = "".join(parts).encode()
+    path = tmp_path / "notes.md"
+    path.write_bytes(data)
+    scanner = Scanner(literals=["qZ7vN2pLx9Rt4WmK8sHd"])
+    by_path = scanner.scan_file("notes.md", str(path))
+    assert len(by_path) > 5
+    assert by_path == scanner.scan_stream("notes.md", io.BytesIO(data))
+    with pytest.raises(FileNotFoundError):
+        scanner.scan_file("gone.md", str(tmp_path / "gone.md"))

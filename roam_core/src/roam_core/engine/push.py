@@ -288,8 +288,11 @@ def scan_outgoing(session: Session, to_send: list[LocalFile], host_keys: tuple[s
                 continue  # vanished: the upload loop notices too
         else:
             try:
-                with item.open_content(host_keys) as handle:
-                    found = scanner.scan_stream(item.rel, handle)  # in bounded chunks
+                if item.is_config or item.redacted is not None:
+                    with item.open_content(host_keys) as handle:
+                        found = scanner.scan_stream(item.rel, handle)  # in bounded chunks
+                else:  # the file itself: read by descriptor, in bounded chunks
+                    found = scanner.scan_file(item.rel, item.location)
             except FileNotFoundError:
                 continue
         result.scanned += 1

@@ -75,8 +75,7 @@ def _scan_share(scanner: Scanner,
     out: list[tuple[str, list[Finding] | None]] = []
     for rel, location in share:
         try:
-            with open(location, "rb") as handle:
-                out.append((rel, scanner.scan_stream(rel, handle)))
+            out.append((rel, scanner.scan_file(rel, location)))
         except FileNotFoundError:
             out.append((rel, None))
     return out

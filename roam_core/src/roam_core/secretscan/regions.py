@@ -3,15 +3,19 @@
 Running every rule over every byte costs about 10 MB/s in Python, and almost every byte of an
 ordinary file is prose or code no rule can match. Every push rule's match holds one of:
 
-* a run of `TOKEN_RUN` or more non-space bytes (tokens, keys, URLs, literal secrets, the
-  20-character token after `bearer` or "my API key is"), or a shorter run of `MIN_RUN` or
-  more holding `://` or `=` (`ftp://u:pw@`, `?sig=abcdef`): found with one `translate` and
-  a few big-integer shifts, all in C, so a file without such runs costs a few passes at
-  memory speed;
+* a run of `TOKEN_RUN` or more non-space bytes (tokens, keys, literal secrets, the
+  20-character token after `bearer` or "my API key is"): found with one `translate` and
+  three big-integer operations, all in C (`long_runs`), so a file without such runs costs
+  a few passes at memory speed;
+* `://` (`ftp://u:pw@`, `redis://:pw@`, a token as a URL's user): its run, whatever its
+  length, found with `bytes.find` (a `memchr` for a slash first: prose has none);
 * a separator (`=`, `:`) right after a secret-named key (`secret-assignment`, whose value
-  may be as short as 8 characters);
-* a private-key header, a literal secret that is short or holds white space, or a
-  user's `redact_patterns` expression: the whole text is read then.
+  may be as short as 8 characters; `url-secret-query`'s `?sig=abcdef`): every separator is
+  found with `memchr` and the key before it is looked at;
+* a literal secret shorter than `TOKEN_RUN` or holding white space: found with
+  `bytes.find`;
+* a private-key block (it spans lines and may be cut off) or a user's `redact_patterns`
+  expression: the whole text is read then.
 
 A window is whole lines with one line of context either side (rules see what they would see
 in the whole text); windows that touch are merged.
@@ -19,6 +23,7 @@ in the whole text); windows that touch are merged.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Iterator
 
@@ -28,12 +33,6 @@ from roam_core.secretscan.rules import MIN_RUN
 TOKEN_RUN = 15
 
 _SPACE = b" \t\n\r\f\v\x1c\x1d\x1e\x1f"
-#: A key's separators, flagged apart so one `count` over the flags counts them all.
-_SEPARATOR = 3
-#: Each byte to 1 (part of a run), 0 (white space) or 3 (a separator, also part of a run):
-#: bit 0 of each flag is what the big-integer run search reads.
-_FLAGS = bytes(0 if byte in _SPACE else _SEPARATOR if byte in b"=:" else 1
-               for byte in range(256))
 #: `secret-assignment`'s keywords (its anchors); a separator with none of them in the bytes
 #: before it on its line cannot end such a key.
 _KEYWORDS = (b"token", b"secret", b"pass", b"pwd", b"api", b"access", b"private", b"archive",
@@ -42,6 +41,8 @@ _KEYWORDS = (b"token", b"secret", b"pass", b"pwd", b"api", b"access", b"private"
 #: text, for files with so many separators (YAML, code) that a test each costs more.
 _REVERSED_KEY = re.compile(rb"[=:][ \t\r\n\f\v]*['\"]?[a-z0-9_.-]*?(?:"
                            + b"|".join(word[::-1] for word in _KEYWORDS) + rb")")
+#: A key's separators.
+_SEPARATORS = (b"=", b":")
 #: How far before a separator its key may start (a longer key name is not looked at).
 KEY_REACH = 96
 #: Lines longer than this (minified files) are cut, at white space, around a candidate.
@@ -50,55 +51,104 @@ LONG_LINE = 4096
 WHOLE_SHARE = 0.5
 
 
-def flags_of(data: bytes) -> bytes:
-    """`data` with each byte replaced by its flag (white space, separator, other)."""
-    return data.translate(_FLAGS)
+@functools.lru_cache(maxsize=8)
+def _weighing(minimum: int) -> tuple[bytes, int, int]:
+    """The flag table, the lane bit and `minimum` ones that find runs (`long_runs`).
+
+    Each non-space byte weighs `weight`, white space 0; a lane (one byte of a big integer)
+    sums the weights of `minimum` bytes. `weight` is chosen so that the sum reaches `bit`
+    only when all `minimum` bytes weigh (`(minimum - 1) * weight < bit <= minimum *
+    weight < 256`): then no lane carries into the next, and one `&` finds every full one.
+    """
+    for bit in (128, 64, 32, 16, 8, 4, 2, 1):
+        weight = -(-bit // minimum)
+        if (minimum - 1) * weight < bit <= minimum * weight <= 255:
+            table = bytes(0 if byte in _SPACE else weight for byte in range(256))
+            return table, bit, int.from_bytes(b"\1" * minimum, "little")
+    raise ValueError(f"no lane weighing for runs of {minimum}")
+
+
+#: Big integers whose low `size` bytes all hold one value, grown by doubling; an `&` with
+#: a longer one costs only the shorter's length.
+_REPEATED: dict[int, tuple[int, int]] = {}
+
+
+def _repeated(byte: int, size: int) -> int:
+    value, have = _REPEATED.get(byte, (0, 0))
+    if have < size:
+        have = max(size, 2 * have, 1 << 16)
+        value = int.from_bytes(bytes([byte]) * have, "little")
+        _REPEATED[byte] = (value, have)
+    return value
+
+
+def flags_of(data: bytes, minimum: int = TOKEN_RUN) -> bytes:
+    """`data` with each byte replaced by its weight for runs of `minimum` (0: white space)."""
+    return data.translate(_weighing(minimum)[0])
 
 
 def long_runs(data: bytes, minimum: int = MIN_RUN, flags: bytes | None = None
               ) -> Iterator[tuple[int, int]]:
     """Every maximal run of at least `minimum` non-space bytes, as (start, end).
 
-    (A run made only of separators, `==========`, is not one: it holds no secret.)
+    `flags`, if given, is `flags_of(data, minimum)`. Three big-integer operations in C find
+    every run: the weights as one integer, times `minimum` ones (each lane then sums the
+    `minimum` weights ending there), `&` the lane bit (set only where all of them weigh).
+    Text without such a run (prose) costs those and nothing else.
     """
-    flags = flags_of(data) if flags is None else flags
-    marks = int.from_bytes(flags, "little")
-    # Bit 8*i of `marks` ends up set where `minimum` non-space bytes start at byte i:
-    # runs of `width` are doubled by and-ing with themselves shifted by up to `width`.
-    width = 1
-    while width < minimum:
-        step = min(width, minimum - width)
-        marks &= marks >> (8 * step)
-        width += step
-    if not marks:
+    table, bit, ones = _weighing(minimum)
+    flags = data.translate(table) if flags is None else flags
+    size = len(flags) + minimum
+    hits = int.from_bytes(flags, "little") * ones & _repeated(bit, size)
+    if not hits:
         return
-    starts = marks.to_bytes(len(flags), "little")
-    at = starts.find(1)
-    while at >= 0:
+    ends = hits.to_bytes(size, "little")  # a lane holding `bit`: a full window ends there
+    at = ends.find(bit)
+    while 0 <= at < len(flags):
         end = flags.find(0, at)
         end = len(flags) if end < 0 else end
-        yield at, end
-        at = starts.find(1, end)
+        yield at - minimum + 1, end
+        at = ends.find(bit, max(end, at + 1))
 
 
-def key_separators(data: bytes, flags: bytes | None = None) -> Iterator[int]:
+def _separators(data: bytes, limit: int) -> list[int] | None:
+    """Positions of every `=` and `:` (a `memchr` each); None when there are over `limit`."""
+    found: list[int] = []
+    for separator in _SEPARATORS:
+        at = data.find(separator)
+        while at >= 0:
+            found.append(at)
+            if len(found) > limit:
+                return None
+            at = data.find(separator, at + 1)
+    return found
+
+
+def key_separators(data: bytes) -> Iterator[int]:
     """Positions of `=`/`:` that may end a secret-named key (a superset, never fewer)."""
-    flags = flags_of(data) if flags is None else flags
-    count = flags.count(_SEPARATOR)
-    if not count:
-        return
-    if count * 64 > len(data):  # dense: one C pass beats a Python test per separator
+    found = _separators(data, len(data) >> 6)
+    if found is None:  # dense: one C pass beats a Python test per separator
         lowered = data.lower()[::-1]
         last = len(data) - 1
         for match in _REVERSED_KEY.finditer(lowered):
             yield last - match.start()
         return
-    at = flags.find(_SEPARATOR)
-    while at >= 0:
+    for at in found:
         before = data[max(0, at - KEY_REACH):at].lower()
         if any(word in before for word in _KEYWORDS):
             yield at
-        at = flags.find(_SEPARATOR, at + 1)
+
+
+def url_runs(data: bytes, flags: bytes) -> Iterator[tuple[int, int]]:
+    """The runs (of any length) holding `://`; `flags` is `flags_of(data, …)`."""
+    if data.find(b"/") < 0:  # a `memchr`: most prose holds no slash at all
+        return
+    at = data.find(b"://")
+    while at >= 0:
+        end = flags.find(0, at)
+        end = len(data) if end < 0 else end
+        yield flags.rfind(0, 0, at) + 1, end
+        at = data.find(b"://", end)
 
 
 def _line_start(data: bytes, at: int) -> int:
@@ -153,10 +203,8 @@ def windows(data: bytes, literals: Iterable[bytes] = (), whole: bool = False
     if whole or b"PRIVATE KEY" in data:
         return [(0, len(data))] if data else []
     flags = flags_of(data)
-    cores = [(start, end) for start, end in long_runs(data, flags=flags)
-             if end - start >= TOKEN_RUN or b"://" in data[start:end]
-             or _SEPARATOR in flags[start:end]]
-    cores += [(at, at + 1) for at in key_separators(data, flags)]
+    cores = [*long_runs(data, TOKEN_RUN, flags), *url_runs(data, flags)]
+    cores += [(at, at + 1) for at in key_separators(data)]
     for literal in literals:
         at = data.find(literal)
         while at >= 0:
