@@ -123,3 +123,27 @@ def test_stats_on_format_2_reads_each_tree_pack_once_and_no_data_pack(
     assert len(requests) <= indexes + len(tree_packs) + 5 + 10, summary
     # the snapshot chain and a few: not the depth times the generations
     assert summary.waves <= 5 + 12, summary
+
+
+def test_a_path_s_history_reads_a_tree_shared_by_generations_once(
+        fleet: tuple[Home, Home], proxy: LatencyProxy) -> None:  # noqa: F811
+    desk, laptop = fleet
+    deep = "/".join(f"level{n}" for n in range(DEPTH))
+    note = f"skills/deep/{deep}/note.md"
+    desk.write(note, "deep\n")
+    assert desk.roam("push").code == 0
+    generations = 4
+    for version in range(generations):  # the note's folders stay as they were
+        desk.write("memories/MEMORY.md", f"version {version}\n")
+        assert desk.roam("push").code == 0
+    assert laptop.roam("init").code == 0
+
+    proxy.reset()
+    history = laptop.roam("history", note, "--json")
+    requests = proxy.requests()
+    assert history.code == 0, history.err
+    assert len(history.json()) == 1, history.out  # added once, never changed
+    # each generation's root, then the path's trees below it once for all generations
+    # (one read per generation and per level would be about generations × DEPTH)
+    reads = sum(_pack_reads(requests).values())
+    assert reads <= (generations + 2) + DEPTH + 4, summarize(requests)

@@ -129,8 +129,12 @@ class Checker:
         if head is None:
             report.repairable = self.head_broken
             return report
-        for generation, snapshot_id, snapshot in self._chain(head.generation, head.snapshot):
-            self._snapshot(generation, snapshot_id, snapshot)
+        try:
+            for generation, snapshot_id, snapshot in self._chain(head.generation,
+                                                                 head.snapshot):
+                self._snapshot(generation, snapshot_id, snapshot)
+        finally:
+            self.repo.drop_held_trees()
         report.trees = sum(1 for tree in self._trees.values() if tree is not None)
         self._packs_and_indexes()
         if report.read_data:
@@ -251,7 +255,8 @@ class Checker:
         if len(wanted) < 2:
             return
         try:
-            self._loaded.update(self.repo.load_trees(wanted))
+            # every generation is walked whole: a tree pack is read once, not per level
+            self._loaded.update(self.repo.load_trees(wanted, whole_packs=True))
         except IntegrityError:
             pass  # read again one by one below, so each damaged tree is reported by name
 

@@ -18,7 +18,6 @@ from roam_core.errors import IntegrityError, UserError
 from roam_core.store.forgets import forgotten
 from roam_core.store.manifest import FileEntry, check_path, synced_mode
 from roam_core.store.objects import Snapshot
-from roam_core.store.parallel import ParallelReads, read_workers
 from roam_core.tiers.cron import Landed, is_jobs_file, profile_of, resume_command
 from roam_core.types import Scope
 
@@ -72,9 +71,8 @@ def path_history(session: Session, path: str) -> list[dict[str, Any]]:
     check_path(path, "the path given")
     chain = list(generations(session))
     rows: list[dict[str, Any]] = []
-    # only the trees on the path, each generation's at once on a remote store
-    with ParallelReads(read_workers(session.backend)) as reads:
-        entries = reads.map(lambda gen: session.repo.entry_at(gen.snapshot.root, path), chain)
+    # only the trees on the path, level by level, every generation's at once
+    entries = session.repo.entries_at([gen.snapshot.root for gen in chain], path)
     for index, gen in enumerate(chain):
         entry = entries[index]
         older = entries[index + 1] if index + 1 < len(entries) else None

@@ -242,23 +242,37 @@ class Repository(TreeReads):
         Reads only the trees on the path (its depth in requests), not the whole manifest:
         a file's history or restore costs a few reads per generation, not every folder.
         """
-        tree_id = root_tree
+        return self.entries_at([root_tree], path)[0]
+
+    def entries_at(self, roots: list[str], path: str) -> list[FileEntry | None]:
+        """`path`'s entry in the tree under each of `roots` (None where it is not a file).
+
+        Reads only the trees on the path, level by level, every root's at once: a tree
+        shared by several generations is read once, and trees of one tree pack come in one
+        ranged read per level (see `load_trees`), not one round trip per tree.
+        """
         parts = path.split("/")
-        for depth, part in enumerate(parts):
-            node = self.load_tree(tree_id).get(part)
-            if not isinstance(node, dict):
-                return None
-            last = depth == len(parts) - 1
-            kind = node.get("t")
-            if kind == "d" and not last:
-                tree_id = str(node.get("tree"))
-                continue
-            if kind != "f" or not last:
-                return None
-            entry = {key: value for key, value in node.items() if key != "t"}
-            found = FileEntry.from_json(path, entry, f"tree {tree_id}")
-            return check_manifest([found], self.max_file_size, f"snapshot tree {root_tree}")[path]
-        return None
+        found: list[FileEntry | None] = [None] * len(roots)
+        at = dict(enumerate(roots))  # which tree each root has reached
+        with ParallelReads(read_workers(self.backend)) as reads:
+            for depth, part in enumerate(parts):
+                if not at:
+                    break
+                loaded = self.load_trees(sorted(set(at.values())), reads)
+                last = depth == len(parts) - 1
+                for index, tree_id in list(at.items()):
+                    node = loaded[tree_id].get(part)
+                    kind = node.get("t") if isinstance(node, dict) else None
+                    if kind == "d" and not last:
+                        at[index] = str(node.get("tree"))  # type: ignore[union-attr]
+                        continue
+                    del at[index]
+                    if kind == "f" and last:
+                        entry = {key: value for key, value in node.items() if key != "t"}  # type: ignore[union-attr]
+                        file = FileEntry.from_json(path, entry, f"tree {tree_id}")
+                        found[index] = check_manifest([file], self.max_file_size,
+                                                      f"snapshot tree {roots[index]}")[path]
+        return found
 
     @staticmethod
     def _flatten(tree_id: str, prefix: str, entries: dict[str, Any], files: list[FileEntry],
