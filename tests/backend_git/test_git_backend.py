@@ -32,10 +32,11 @@ def test_objects_are_files_at_their_key_and_never_rewritten(repo: Path,
                                                            open_backend: Opener) -> None:
     backend = open_backend(file_url(repo))
     backend.put_new("data/ab/abcdef", b"first object")
-    first = backend.swap_ref("HEAD", b"gen-1", None)
+    version = backend.swap_ref("HEAD", b"gen-1", None)
+    first = _git(repo, "rev-parse", "refs/heads/roam").strip()
     backend.put_new("packs/p1", b"a pack")
-    second = backend.swap_ref("HEAD", b"gen-2", first)
-    assert _git(repo, "rev-parse", "refs/heads/roam").strip() == second
+    backend.swap_ref("HEAD", b"gen-2", version)
+    second = _git(repo, "rev-parse", "refs/heads/roam").strip()
     files = set(_git(repo, "ls-tree", "-r", "--name-only", second).split())
     assert files == {"data/ab/abcdef", "packs/p1", f"{REF_DIR}HEAD", README_PATH}
     assert _git(repo, "show", f"{second}:data/ab/abcdef") == "first object"
@@ -110,10 +111,11 @@ def test_create_remote_is_idempotent_and_leaves_other_branches(repo: Path, tmp_p
     assert _git(repo, "rev-parse", "refs/heads/main") == main
     assert backend.read_ref("HEAD") is None
     assert list(backend.list()) == []
-    version = backend.swap_ref("HEAD", b"gen-1", None)
-    assert _git(repo, "rev-parse", f"{version}^") == created
+    backend.swap_ref("HEAD", b"gen-1", None)
+    tip = _git(repo, "rev-parse", "refs/heads/roam")
+    assert _git(repo, "rev-parse", f"{tip.strip()}^") == created
     open_backend(file_url(repo)).create_remote()
-    assert _git(repo, "rev-parse", "refs/heads/roam").strip() == version
+    assert _git(repo, "rev-parse", "refs/heads/roam") == tip
 
 
 def test_objects_over_the_size_limit_are_refused(repo: Path, open_backend: Opener) -> None:

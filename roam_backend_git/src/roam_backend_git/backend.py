@@ -2,8 +2,13 @@
 
 Layout of the branch's tree: every object is a file at its key path, written once and never
 rewritten; refs live under `.roam/refs/<name>` (a key can never start with a dot, so the two
-never collide). A ref's version token is the commit id of the branch tip holding it, so every
-swap moves it.
+never collide). A ref's version token is the blob id of its own file (like an S3 ETag, the
+content's hash: roam's refs are sealed with a fresh nonce, so no two writes look alike), so
+another ref, another device's objects or a deletion moving the branch does not move it.
+
+Deleting publishes a commit without a parent whose tree is the tip's minus the deleted keys,
+so the deleted objects become unreachable and the host can free them (docs/decisions.md,
+"Deleting on git").
 
 Publishing is batched: `put_new` stages a blob in the local mirror (this instance reads it back
 at once), and `swap_ref` makes one commit holding every staged object plus the new ref on top
@@ -20,7 +25,7 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,6 +59,9 @@ README = (b"# roam store\n\nThis branch holds an end-to-end encrypted roam store
           b"written once and never changed. Do not edit, rebase or force-push this branch.\n")
 #: A miss in get/exists looks at the remote again at most this often (read_ref always does).
 MISS_REFRESH_INTERVAL = 1.0
+#: Commits a publish builds while other devices keep moving the branch (each one is a new
+#: look and a new push; only a move of the ref itself is a conflict).
+PUBLISH_ATTEMPTS = 8
 #: Whole blobs kept in memory for ranged reads (core reads many small ranges of one pack).
 BLOB_CACHE_BYTES = 96 * 1024 * 1024
 
@@ -90,7 +98,7 @@ class GitBackend(Backend):
         self.settings = settings
         self.capabilities = Capabilities(
             batched_publish=True, max_object_size=settings.max_object_size, remote=True,
-            extra={"branch": settings.branch})
+            deletes=True, extra={"branch": settings.branch})
         parent = os.environ if parent_env is None else parent_env
         # Only what picks the ssh program is kept: the rest of the parent's environment
         # (secrets included) must not live on in this object.
@@ -286,41 +294,100 @@ class GitBackend(Backend):
         sha = view.files.get(path)
         if sha is None or view.commit is None:
             return None
-        return self.mirror.read_blob(sha), view.commit
+        return self.mirror.read_blob(sha), sha
 
     def swap_ref(self, name: str, data: bytes, expected_version: str | None) -> str:
         path = REF_DIR + validate_ref(name)
         with self._publish:
             view = self._view
-            current = view.commit if path in view.files else None
-            if self._refreshed_at is None or current != expected_version:
+            if self._refreshed_at is None or self._ref_moved(view, path, expected_version):
                 # the lease below makes the remote check the tip anyway: look again only
                 # when this instance's last look disagrees with the caller's
                 view = self._refresh()
-                current = view.commit if path in view.files else None
-            if current != expected_version:
-                raise RefConflict(f"ref {name} moved (expected {expected_version}, "
-                                  f"found {current})")
-            entries = {path: self.mirror.hash_blob(bytes(data))}
-            with self._state:
-                batch = {k: s for k, s in self._staged.items() if s and k not in view.files}
-            entries.update(batch)
-            if view.commit is None:
-                entries[README_PATH] = self.mirror.hash_blob(README)
-            message = (f"roam: {name} with {len(batch)} new objects\n\n"
-                       f"nonce {secrets.token_hex(8)}\n")
-            commit = self.mirror.commit(view.commit, sorted(entries.items()), message)
-            self._push(commit, view.commit)
-            self.mirror.set_tracking(commit)
-            files = dict(view.files)
-            files.update(entries)
-            self._set_view(commit, files)
-            self._refreshed_at = time.monotonic()
-            try:
-                self.mirror.maintain()
-            except BackendError as failure:  # published already: tidying up can wait
-                log.info("roam: git mirror maintenance skipped: %s", failure)
-            return commit
+            ref_blob = self.mirror.hash_blob(bytes(data))
+            for _attempt in range(PUBLISH_ATTEMPTS):
+                if self._ref_moved(view, path, expected_version):
+                    raise RefConflict(f"ref {name} moved (expected {expected_version}, "
+                                      f"found {view.files.get(path)})")
+                entries = {path: ref_blob}
+                with self._state:
+                    batch = {k: s for k, s in self._staged.items()
+                             if s and k not in view.files}
+                entries.update(batch)
+                if view.commit is None:
+                    entries[README_PATH] = self.mirror.hash_blob(README)
+                message = (f"roam: {name} with {len(batch)} new objects\n\n"
+                           f"nonce {secrets.token_hex(8)}\n")
+                commit = self.mirror.commit(view.commit, sorted(entries.items()), message)
+                try:
+                    self._push(commit, view.commit)
+                except RefConflict:
+                    # the branch moved: another ref, another device's objects or a
+                    # deletion. Only a move of this ref is the caller's conflict.
+                    view = self._refresh()
+                    continue
+                files = dict(view.files)
+                files.update(entries)
+                self._published(commit, files)
+                return ref_blob
+        raise RefConflict(f"the branch kept moving while ref {name} was published")
+
+    @staticmethod
+    def _ref_moved(view: _View, path: str, expected: str | None) -> bool:
+        """Whether the ref at `path` no longer holds the blob `expected` in `view`.
+
+        A ref's version is its own file's blob id, not the tip's commit: other refs, other
+        devices' objects and deletions move the branch without moving the ref (the argument
+        is in docs/decisions.md, "Deleting on git").
+        """
+        return view.files.get(path) != expected
+
+    def _published(self, commit: str, files: dict[str, str]) -> None:
+        """This instance's own commit is the branch's tip now."""
+        self.mirror.set_tracking(commit)
+        self._set_view(commit, files)
+        self._refreshed_at = time.monotonic()
+        try:
+            self.mirror.maintain()
+        except BackendError as failure:  # published already: tidying up can wait
+            log.info("roam: git mirror maintenance skipped: %s", failure)
+
+    def delete(self, keys: Iterable[str]) -> None:
+        """Publish a commit whose tree is the tip's minus `keys`, with no parent.
+
+        Compare-and-swap like every publish: when another device's commit lands first, the
+        deletion is made again on top of its tree, so nothing it added is dropped. Without a
+        parent the deleted objects are unreachable from the branch, so the host frees them
+        at its next gc and a fresh clone never downloads them.
+        """
+        wanted = {validate_key(key) for key in keys}
+        with self._state:
+            for key in wanted & self._staged.keys():
+                del self._staged[key]
+            self._staged_dirs = _parents_of(self._staged)
+        if not wanted:
+            return
+        with self._publish:
+            view = self._refresh()
+            for _attempt in range(PUBLISH_ATTEMPTS):
+                gone = sorted(wanted & view.files.keys())
+                if not gone or view.commit is None:
+                    return
+                message = (f"roam: deleted {len(gone)} objects (this commit replaces the "
+                           f"branch's history so they can be freed)\n\n"
+                           f"nonce {secrets.token_hex(8)}\n")
+                commit = self.mirror.commit(view.commit, (), message, removed=gone,
+                                            parentless=True)
+                try:
+                    self._push(commit, view.commit)
+                except RefConflict:
+                    view = self._refresh()
+                    continue
+                self._published(commit, {k: s for k, s in view.files.items()
+                                         if k not in wanted})
+                return
+        raise TransientBackendError("the git branch kept moving while objects were deleted; "
+                                    "run the command again")
 
     def _push(self, commit: str, lease: str | None) -> None:
         """Push under the lease; RefConflict when the remote moved, staged objects kept."""

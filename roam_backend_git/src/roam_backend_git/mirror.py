@@ -184,22 +184,29 @@ class Mirror:
         return self.git.run(["cat-file", "blob", sha], action="cat-file").stdout
 
     def commit(self, parent: str | None, entries: Iterable[tuple[str, str]],
-               message: str) -> str:
-        """A commit of `parent`'s tree plus `entries` (path, blob id), through a private index."""
+               message: str, removed: Iterable[str] = (), parentless: bool = False) -> str:
+        """A commit of `parent`'s tree plus `entries` (path, blob id), through a private index.
+
+        `removed` paths are left out of the tree. `parentless`: the commit keeps `parent`'s
+        tree but not its history, so what only older commits hold is unreachable from the
+        branch (a deletion: see GitBackend.delete).
+        """
         index = self.path / f"roam-index-{secrets.token_hex(8)}"
         env = {"GIT_INDEX_FILE": str(index)}
         try:
             self.git.run(["read-tree", parent] if parent else ["read-tree", "--empty"],
                          action="read-tree", env=env)
-            records = b"".join(f"100644 blob {sha}\t{path}".encode() + b"\0"
-                               for path, sha in entries)
+            # mode 0 in --index-info removes the path from the index
+            records = b"".join(f"0 {'0' * 40}\t{path}".encode() + b"\0" for path in removed)
+            records += b"".join(f"100644 blob {sha}\t{path}".encode() + b"\0"
+                                for path, sha in entries)
             if records:
                 self.git.run(["update-index", "-z", "--index-info"], action="update-index",
                              input=records, env=env)
             tree = self.git.run(["write-tree"], action="write-tree",
                                 env=env).stdout.decode().strip()
             args = ["commit-tree", "--no-gpg-sign", tree, "-m", message]
-            if parent:
+            if parent and not parentless:
                 args += ["-p", parent]
             return self.git.run(args, action="commit-tree").stdout.decode().strip()
         finally:

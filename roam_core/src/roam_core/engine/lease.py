@@ -111,8 +111,8 @@ class Lease:
                 self.record = _write(self.repo, record, expected)
                 return
             except RefConflict:
-                # on git every ref shares the branch's version: a push moves it without
-                # touching the lease. Still ours, as we left it? Then swap again.
+                # a version may move without the lease changing (a backend whose refs
+                # share one version). Still ours, as we left it? Then swap again.
                 now = read_lease(self.repo)
                 if replace(now, version=None) != replace(self.record, version=None):
                     break
@@ -155,7 +155,7 @@ def reseal(old: Repository, new: Repository) -> None:
             _write(new, replace(current, marks=()), current.version)
             return
         except RefConflict:
-            continue  # the branch moved (git) or the holder renewed: look again
+            continue  # the holder renewed (or the ref's version moved): look again
     raise LeaseHeld("the store's lease kept changing while it was sealed under the new key; "
                     "run the command again")
 
@@ -173,7 +173,7 @@ def acquire(repo: Repository, device_id: str, name: str, purpose: str,
         try:
             return Lease(repo, _write(repo, wanted, current.version), seconds)
         except RefConflict:
-            continue  # someone moved the ref (on git, any push does): look again
+            continue  # someone moved the ref: look again
     raise LeaseHeld("another device took the store's lease just now; try again later")
 
 

@@ -366,8 +366,8 @@ def _vanished(result: PushResult, rel: str) -> None:
 def _swap_head(repo: Repository, head: Head, seen: Head) -> None:
     """Compare-and-swap HEAD from `seen`; `ConflictError` when another generation came first.
 
-    A ref that moved without a new generation (on git every ref shares the branch's
-    version, so a prune's lease write moves HEAD's too) is swapped again from where it is.
+    A ref that moved without a new generation (a backend whose refs share one version;
+    git's refs have their own since deletion came) is swapped again from where it is.
     """
     expected = seen.version
     for _attempt in range(3):

@@ -223,8 +223,8 @@ class Rotation(ResealSteps):
     def _swap_head(self, rotated: Head, seen: Head) -> str | None:
         """Swap HEAD from `seen`; None when another generation came first.
 
-        A HEAD whose version moved without a new generation (on git every ref shares the
-        branch's version: taking the lease moves it) is swapped again from where it is.
+        A HEAD whose version moved without a new generation (a backend whose refs share
+        one version) is swapped again from where it is.
         """
         expected = seen.version
         for _attempt in range(PUBLISH_ATTEMPTS):
