@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from roam_backend_git.backend import REF_DIR, GitBackend
-from roam_core.errors import ObjectNotFound, RefConflict
+from roam_core.errors import BackendError, ObjectNotFound, RefConflict
 from support.git_remotes import bare_repo, file_url
 
 Opener = Callable[..., GitBackend]
@@ -129,3 +129,19 @@ def test_deleting_a_staged_object_unstages_it(repo: Path, open_backend: Opener) 
     assert not backend.exists("marks/m1")
     backend.swap_ref("HEAD", b"gen-2", version)
     assert list(open_backend(file_url(repo)).list("marks/")) == []
+
+
+def test_a_branch_that_refuses_force_pushes_says_so_and_keeps_everything(
+        repo: Path, open_backend: Opener) -> None:
+    backend = open_backend(file_url(repo))
+    backend.put_new("packs/p", b"p")
+    version = backend.swap_ref("HEAD", b"gen-1", None)
+    tip = _git(repo, "rev-parse", "refs/heads/roam")
+    _git(repo, "config", "receive.denyNonFastForwards", "true")
+    with pytest.raises(BackendError) as caught:
+        backend.delete(["packs/p"])
+    assert not isinstance(caught.value, RefConflict)
+    assert "force-push" in str(caught.value) and "\n" not in str(caught.value)
+    assert _git(repo, "rev-parse", "refs/heads/roam") == tip
+    assert open_backend(file_url(repo)).get("packs/p") == b"p"
+    assert backend.read_ref("HEAD") == (b"gen-1", version)

@@ -49,7 +49,9 @@ def test_the_mirror_stores_objects_without_deflating_them(tmp_path: Path,
                                                           open_backend: Opener) -> None:
     backend = open_backend(file_url(bare_repo(tmp_path / "remote")))
     backend.put_new("packs/a", FIRST)
-    commit = backend.swap_ref("HEAD", b"gen-1", None)
+    backend.swap_ref("HEAD", b"gen-1", None)
+    commit = backend.remote_tip()  # a ref's version is its own blob, not the commit
+    assert commit is not None
     mirror = backend.mirror.path
     for size, disk in _sizes(mirror, _blob_ids(mirror, commit, "packs/a")).values():
         assert disk >= size, f"the mirror deflated an object: {disk} bytes on disk for {size}"
@@ -63,7 +65,8 @@ def test_the_push_sends_objects_without_deltas_or_deflating(tmp_path: Path,
     backend = open_backend(file_url(remote))
     backend.put_new("packs/a", FIRST)
     backend.put_new("packs/b", SECOND)
-    commit = backend.swap_ref("HEAD", b"gen-1", None)
+    backend.swap_ref("HEAD", b"gen-1", None)
+    commit = _git(remote, "rev-parse", "refs/heads/roam").strip()
     packs = sorted((remote / "objects" / "pack").glob("pack-*.idx"))
     assert packs, "the remote kept no pack"
     pushed = set()

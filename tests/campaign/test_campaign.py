@@ -93,7 +93,7 @@ ROTATING_STEPS = int(os.environ.get("ROAM_ROTATING_STEPS") or 120)
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("kind", ["memory", "local", "s3"])
 def test_rotating_campaign(kind: str, request: pytest.FixtureRequest) -> None:
-    """`roam key rotate` steps between the others (git cannot delete yet, so it refuses)."""
+    """`roam key rotate` steps between the others."""
     from campaign.rotating import RotatingCampaign, play_rotating
 
     campaign, seed = _played(kind, request, "rotating", RotatingCampaign, play_rotating,

@@ -24,6 +24,10 @@ pytest_plugins = ("support.s3_servers",)
 KILL = "ROAM_TEST_KILL_AT"
 POINTS = ("rotate:packs", "rotate:blobs", "rotate:snapshot", "rotate:doomed", "rotate:head",
           "rotate:sweep")
+#: git publishes its objects with the next ref swap, and deletes by commits: a kill just
+#: before HEAD moves loses every staged object (the rerun writes them again), one in the
+#: middle of the deletions leaves a published HEAD and its doomed lists
+GIT_POINTS = ("rotate:doomed", "rotate:sweep")
 
 
 @pytest.fixture
@@ -110,7 +114,9 @@ def every_object_of(home: Home, tmp: Path) -> Counter[str]:
         return every_object(repo.backend)
 
 
-@pytest.mark.parametrize("point", POINTS)
+@pytest.mark.parametrize(("pair", "point"),
+                         [("local", point) for point in POINTS]
+                         + [("git", point) for point in GIT_POINTS], indirect=["pair"])
 def test_rotation_killed_at_each_step_converges(pair: tuple[Home, Home], point: str) -> None:
     a, b = pair
     tmp = a.root.parent

@@ -383,6 +383,11 @@ class GitBackend(Backend):
                 except RefConflict:
                     view = self._refresh()
                     continue
+                except TransientBackendError:
+                    raise
+                except BackendError as refused:  # a protected branch, a hook
+                    raise BackendError(f"{refused} (deleting replaces the branch's history: "
+                                       "the branch must accept roam's force-push)") from None
                 self._published(commit, {k: s for k, s in view.files.items()
                                          if k not in wanted})
                 return
