@@ -59,11 +59,15 @@ class PushResult:
     findings: list[Finding] = field(default_factory=list)
     scanned: int = 0
     scan_seconds: float = 0.0
+    #: the scan's processor time (this thread's and its pool workers'): unlike its wall
+    #: time, not stretched by other work on a busy machine
+    scan_cpu_seconds: float = 0.0
 
     def as_json(self) -> dict[str, object]:
         return {"secret_findings": [finding.as_json() for finding in self.findings],
                 "secret_scan_files": self.scanned,
                 "secret_scan_seconds": round(self.scan_seconds, 4),
+                "secret_scan_cpu_seconds": round(self.scan_cpu_seconds, 4),
                 "generation": self.generation, "added": self.added, "changed": self.changed,
                 "removed": self.removed, "carried_forward": self.carried,
                 "bytes_changed": self.bytes_changed, "uploaded_bytes": self.uploaded_bytes,
@@ -277,6 +281,7 @@ def scan_outgoing(session: Session, to_send: list[LocalFile], host_keys: tuple[s
     from roam_core.secretscan.scan import scanner_for
 
     started = time.perf_counter()
+    cpu = time.thread_time() + _children_cpu()
     scanner = scanner_for(session.root, session.state_dir, session.settings)
     findings: list[Finding] = []
     redact = session.settings.get("redact_memories") is True
@@ -309,7 +314,18 @@ def scan_outgoing(session: Session, to_send: list[LocalFile], host_keys: tuple[s
                 found = []
         findings.extend(found)
     result.scan_seconds = time.perf_counter() - started
+    result.scan_cpu_seconds = time.thread_time() + _children_cpu() - cpu
     return findings
+
+
+def _children_cpu() -> float:
+    """Processor seconds of the waited-for child processes (the scan's pool workers)."""
+    try:
+        import resource
+    except ImportError:  # not on every platform
+        return 0.0
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _scan_pooled(scanner: Scanner, to_send: list[LocalFile]) -> dict[str, list[Finding] | None]:
