@@ -31,11 +31,7 @@ RANK = {part: rank for rank, (_name, parts) in enumerate(LAYERS) for part in par
 #: The two faces share the layer but never import each other.
 FACES = frozenset({"cli", "hermes"})
 
-KNOWN_BACK_EDGES: frozenset[tuple[str, str]] = frozenset({
-    ("roam_core.hermes.plugin", "roam_core.cli.main"),
-    ("roam_core.hermes.runner", "roam_core.cli.main"),
-    ("roam_core.hermes.slash", "roam_core.cli.main"),
-})
+KNOWN_BACK_EDGES: frozenset[tuple[str, str]] = frozenset()
 
 
 def _part(module: str) -> str:

@@ -41,12 +41,12 @@ def untyped_reads(source: str) -> list[str]:
         if not isinstance(node, ast.Call) or not node.args:
             continue
         func = node.func
-        if isinstance(func, ast.Name) and func.id in ("getattr", "hasattr") \
-                and "scope" in _name(node.args[0]):
-            found.append(ast.unparse(node))
-        elif isinstance(func, ast.Attribute) and func.attr == "get" \
-                and _name(func.value).endswith("settings") \
-                and isinstance(node.args[0], ast.Constant) and node.args[0].value in DEFAULTS:
+        on_scope = isinstance(func, ast.Name) and func.id in ("getattr", "hasattr") \
+            and "scope" in _name(node.args[0])
+        raw_setting = isinstance(func, ast.Attribute) and func.attr == "get" \
+            and _name(func.value).endswith("settings") \
+            and isinstance(node.args[0], ast.Constant) and node.args[0].value in DEFAULTS
+        if on_scope or raw_setting:
             found.append(ast.unparse(node))
     return found
 

@@ -7,8 +7,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from roam_core.hermes.runner import run_verb
 from roam_core.settings import load_settings
+from support.inprocess import run_verb
 
 
 def test_refuses_before_init(make_home: Callable[..., Path]) -> None:

@@ -12,8 +12,8 @@ import pytest
 
 from roam_core.engine.lock import locked
 from roam_core.hermes import autosync, hooks
-from roam_core.hermes.runner import run_verb
 from roam_core.service import autostate
+from support.inprocess import run_verb
 
 
 def ok(argv: list[str], root: Path) -> dict:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from roam_core.hermes import autosync
-from roam_core.hermes.runner import run_verb
+from support.inprocess import run_verb
 
 
 def test_session_notice_mentions_kept_conflicts_once(make_home: Callable[..., Path]) -> None:

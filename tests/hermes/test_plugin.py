@@ -18,7 +18,7 @@ import yaml
 import roam_core
 from roam_core import secrets
 from roam_core.hermes import hooks, host, plugin, tools
-from roam_core.hermes.runner import run_verb
+from support.inprocess import run_verb
 
 PLUGIN_DIR = Path(plugin.__file__).parent
 #: Attributes Hermes's own main() reads from the parsed namespace after argparse.
@@ -133,6 +133,32 @@ def test_hermes_roam_parses_with_the_same_tree(ctx: RecordingContext) -> None:
     bare = parser.parse_args(["roam"])
     assert bare.command == "roam"            # not None: Hermes would start a chat
     assert bare.func is plugin.cli_handler and not hasattr(bare, plugin.VERB_FUNC)
+
+
+def test_hermes_roam_finds_the_cli_through_its_entry_point() -> None:
+    """`hermes roam` mounts what the `roam.commands` entry point publishes: the CLI's tree."""
+    from roam_core.cli import main as cli_main
+    from roam_core.service.commands import command_tree
+
+    assert command_tree() is cli_main
+
+
+def test_without_the_cli_everything_else_still_registers(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    from roam_core.service import commands
+
+    monkeypatch.setattr(commands, "entry_points", lambda **_: ())
+    commands.command_tree.cache_clear()
+    context = RecordingContext()
+    try:
+        plugin.register(context)
+    finally:
+        commands.command_tree.cache_clear()
+        secrets.use_provider(None)
+    assert context.cli == {}
+    assert "could not register hermes roam" in caplog.text
+    assert set(context.commands) == {"roam"}
+    assert set(context.tools) == {"roam_status", "roam_push", "roam_pull"}
 
 
 def test_no_verb_reuses_a_dest_hermes_reads(ctx: RecordingContext) -> None:

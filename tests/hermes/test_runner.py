@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+import support.inprocess as runner
 from roam_core.errors import ConflictError, LockedError
-from roam_core.hermes import runner
-from roam_core.hermes.runner import captured, run_verb
+from support.inprocess import captured, run_verb
 
 
 def test_json_verb_and_exit_code(make_home: Callable[..., Path]) -> None:

@@ -10,9 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from roam_core.hermes.runner import run_verb
 from roam_core.service import review, verbs
 from roam_core.service.outcome import call
+from support.inprocess import run_verb
 
 #: The published `--json` keys each record must keep (others may be added; raise the
 #: record's `schema` before any of these changes meaning or goes away).
@@ -101,3 +101,41 @@ def test_errors_become_one_line_and_the_exit_code(make_home: Callable[..., Path]
     assert (outcome.code, outcome.error, outcome.error_kind) == (cli.code, cli.error,
                                                                  cli.error_kind)
     assert outcome.record is None and "\n" not in outcome.error and "roam init" in outcome.error
+
+
+def test_typed_records_give_back_the_engines_documents(make_home: Callable[..., Path]) -> None:
+    """`status` and `restore` records have typed fields; `as_json()` is what the engine said."""
+    from roam_core.engine.history import restore as engine_restore
+    from roam_core.engine.status import status as engine_status
+    from roam_core.service.review import RestoreRecord
+    from roam_core.service.session import operation
+    from roam_core.service.verbs import StatusRecord
+
+    _seen, notify = _notices()
+
+    def look() -> dict[str, Any]:
+        with operation(root, "status", notify, lock=False) as session:
+            return engine_status(session)
+
+    root = make_home("desk")
+    assert run_verb(["init", "--create-remote"], home=root).ok
+    before = look()  # a HEAD with nothing pushed yet
+    (root / "SOUL.md").write_text("first\n")
+    assert run_verb(["push"], home=root).ok
+    (root / "SOUL.md").write_text("second\n")
+    changed = look()
+    assert changed["dirty"] == 1 and "generations_ahead" in changed
+    for report in (before, changed):
+        record = StatusRecord.from_report(report)
+        assert record.as_json() == report
+        assert record.dirty == report["dirty"] and record.extra == {}
+    unknown = StatusRecord.from_report({**changed, "new_key": 1})
+    assert unknown.as_json()["new_key"] == 1      # a key added by the engine is kept
+    with operation(root, "restore", notify) as session:
+        results = [engine_restore(session, "SOUL.md", 1, apply=False),
+                   engine_restore(session, "SOUL.md", 1, apply=True),
+                   engine_restore(session, "SOUL.md", 1, apply=False)]
+    assert [result["action"] for result in results] == ["replace", "replace", "unchanged"]
+    for result in results:
+        record = RestoreRecord.from_result(result)
+        assert record.as_json() == result and record.action == result["action"]

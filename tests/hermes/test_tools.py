@@ -166,7 +166,7 @@ def test_a_profile_home_uses_the_root_setting(calls: list[Call],
 def test_status_with_the_remote_gone_says_not_to_pull(make_home: Callable[..., Path],
                                                       monkeypatch: pytest.MonkeyPatch,
                                                       tmp_path: Path) -> None:
-    from roam_core.hermes.runner import run_verb
+    from support.inprocess import run_verb
 
     root = _home(make_home, monkeypatch)
     assert run_verb(["init", "--create-remote"], home=root).ok

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 from roam_core.cli.output import emit_json
 from roam_core.errors import UserError
@@ -23,31 +22,9 @@ def _ago(stamp: object) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp))
 
 
-def _status(root: Path) -> dict[str, object]:
-    from roam_core.engine.session import hermes_version
-    from roam_core.service import autostate
-    from roam_core.service.enablement import problem, version_note
-    from roam_core.settings import load_settings
-
-    settings = load_settings(root)
-    here = hermes_version()
-    state = autostate.load(root)
-    pending = state.get("pending") if isinstance(state.get("pending"), dict) else None
-    return {
-        "auto_push": settings.get("auto_push") is True,
-        "auto_pull_shared": settings.get("auto_pull_shared") is True,
-        "push_debounce_seconds": settings.get("push_debounce_seconds"),
-        "last_auto_push": state.get("last_push_at"),
-        "pending_failed_push": (pending.get("reason") or "did not finish") if pending else None,
-        "initialized": autostate.initialized(root),
-        "hermes_version": here,
-        "hermes_problem": problem(root, here),
-        "hermes_version_note": version_note(here),
-    }
-
-
 def _run(args: argparse.Namespace) -> int:
     from roam_core.service import autostate
+    from roam_core.service.views import auto_status
 
     home = resolve_home(args.home)
     if args.switch in ("on", "off"):
@@ -58,7 +35,7 @@ def _run(args: argparse.Namespace) -> int:
             raise UserError("roam is not set up in this home yet: run `roam init` first")
         value = args.switch == "on"
         autostate.write_switches(home.root, {name: value for name in autostate.SWITCHES})
-    report = _status(home.root)
+    report = auto_status(home.root).as_json()
     if getattr(args, "json", False):
         emit_json(report)
         return 0

@@ -4,33 +4,16 @@ from __future__ import annotations
 
 import argparse
 
-from roam_core.cli.common import operation
 from roam_core.cli.output import emit_json, note, sanitize
 from roam_core.cli.progress import Progress
-from roam_core.cli.sync import CAP, _size, coverage_line
-
-#: Only these plan lines are capped: everything else asks for a decision or says what is lost.
-CAPPED = ("added: ", "changed: ", "local change ")
+from roam_core.cli.sync import _size, coverage_line
+from roam_core.service.render import CAP, plan_lines
 
 
 def print_plan(lines: list[str], *, show_all: bool = False, indent: str = "  ") -> None:
-    """The plan for people: added/changed lines capped at `CAP` unless `show_all`.
-
-    Conflicts, config and memory conflicts, kept-local paths, removals, refusals and cron
-    lines are never cut: a long pull must not hide what needs a decision.
-    """
-    shown = 0
-    hidden = 0
-    for line in lines:
-        if line.startswith(CAPPED) and not show_all:
-            if shown >= CAP:
-                hidden += 1
-                continue
-            shown += 1
-        print(f"{indent}{sanitize(line)}")
-    if hidden:
-        print(f"{indent}… {hidden} more added/changed (--all or --json shows every "
-              "line)")
+    """The plan for people: added/changed lines capped (`service.render.plan_lines`)."""
+    for line in plan_lines(lines, show_all=show_all, indent=indent):
+        print(line)
 
 
 def _pull(args: argparse.Namespace) -> int:
@@ -96,26 +79,15 @@ def print_resume(jobs: list[dict[str, str]]) -> None:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from roam_core.engine.plan import iter_lines
-    from roam_core.engine.pull import pull
+    from roam_core.service.views import diff
 
-    with operation(args, "diff", lock=False) as session:
-        plan = pull(session).plan
+    record = diff(getattr(args, "home", None), note)
     if args.json:
-        emit_json(plan.as_json())
-        return 0
-    groups: dict[str, list[str]] = {"shared": [], "local": [], "ignored": []}
-    for line in iter_lines(plan):
-        if line.startswith("kept local by rules: "):
-            scope = "ignored" if "(ignored" in line else "local"
-            groups[scope].append(line.removeprefix("kept local by rules: "))
-        else:
-            groups["shared"].append(line)
-    for scope, lines in groups.items():
-        print(f"{scope}: {len(lines)}")
-        print_plan(lines, show_all=args.all)
-    print(f"unchanged: {plan.unchanged} file(s)")
-    return 0
+        emit_json(record.as_json())
+        return record.exit_code
+    for line in record.lines(show_all=args.all):
+        print(line)
+    return record.exit_code
 
 
 def _restore(args: argparse.Namespace) -> int:
@@ -123,19 +95,18 @@ def _restore(args: argparse.Namespace) -> int:
 
     record = restore(getattr(args, "home", None), note, args.path, args.generation,
                      apply=args.apply)
-    result = record.result
     if args.json:
         emit_json(record.as_json())
         return record.exit_code
-    if result["action"] == "unchanged":
+    if record.action == "unchanged":
         print(f"roam: {sanitize(args.path)} already matches generation {args.generation}")
-    elif result["applied"]:
+    elif record.applied:
         print(f"roam: restored {sanitize(args.path)} from generation {args.generation}; "
               "it is now a local change — roam push publishes it")
-        print_resume(result.get("cron_paused", []))
+        print_resume(record.cron_paused or [])
     else:
-        print(f"roam: would {result['action']} {sanitize(args.path)} with its version from "
-              f"generation {args.generation} ({_size(result['size'])}); add --apply to do it")
+        print(f"roam: would {record.action} {sanitize(args.path)} with its version from "
+              f"generation {args.generation} ({_size(record.size or 0)}); add --apply to do it")
     return 0
 
 

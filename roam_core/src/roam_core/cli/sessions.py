@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from pathlib import Path
 
 from roam_core.cli.output import emit_json, sanitize
 from roam_core.errors import UserError
@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     show.set_defaults(func=_show)
 
 
-def _root(args: argparse.Namespace) -> Any:
+def _root(args: argparse.Namespace) -> Path:
     from roam_core.home import resolve_home
 
     return resolve_home(getattr(args, "home", None)).root
@@ -42,9 +42,9 @@ def _root(args: argparse.Namespace) -> Any:
 
 def _list(args: argparse.Namespace) -> int:
     from roam_core.cli.sync import _size
-    from roam_core.tiers.archive import local_archives
+    from roam_core.service.views import sessions
 
-    rows = local_archives(_root(args))
+    rows = sessions(getattr(args, "home", None)).rows
     if args.json:
         emit_json(rows)
         return 0

@@ -11,8 +11,7 @@ from roam_core.cli.common import operation
 from roam_core.cli.output import emit_json, note, sanitize, table
 from roam_core.cli.progress import Progress
 from roam_core.errors import RoamError
-
-CAP = 40
+from roam_core.service.render import CAP
 
 
 def _size(count: int) -> str:
@@ -85,7 +84,7 @@ def _status(args: argparse.Namespace) -> int:
     from roam_core.service.verbs import status
 
     record = status(getattr(args, "home", None), note)
-    report = record.report
+    report = record.as_json()
     if args.json:
         emit_json(record.as_json())
         return record.exit_code
@@ -212,24 +211,18 @@ def _confirmer(args: argparse.Namespace, progress: Progress) -> Callable[[list[s
 
 
 def _devices(args: argparse.Namespace) -> int:
-    from roam_core.engine.remote import require_remote
-    from roam_core.engine.roster import name_of
+    from roam_core.service.views import devices
 
-    with operation(args, "status", lock=False) as session:
-        state = session.require_state()
-        view = require_remote(session, state)
-    roster = view.snapshot.roster
-    rows = sorted(({**info, "device": name_of(roster, device_id), "id": device_id,
-                    "this": device_id == state.id} for device_id, info in roster.items()),
-                  key=lambda row: (row["device"], row["id"]))
+    record = devices(getattr(args, "home", None), note)
+    rows = record.rows
     if args.json:
-        emit_json(rows)
-        return 0
+        emit_json(record.as_json())
+        return record.exit_code
     table(("Device", "Id", "Last push", "Last pull", "roam", "Hermes", "Seen"),
           [(r["device"] + (" (this device)" if r["this"] else ""), r["id"],
             _dash(r.get("last_push")), _dash(r.get("last_pull")), _dash(r.get("roam_version")),
             _dash(r.get("hermes_version")), _dash(r.get("time"))) for r in rows])
-    return 0
+    return record.exit_code
 
 
 def _rename(args: argparse.Namespace) -> int:

@@ -12,9 +12,32 @@ import logging
 import sys
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 log = logging.getLogger("roam.hermes")
+
+class HermesContext(Protocol):
+    """The parts of Hermes's PluginContext (0.19) that `register` uses."""
+
+    manifest: Any  # Hermes's own record; `host.fill_manifest` fills what it lacks
+
+    def register_cli_command(self, name: str, help: str,
+                             setup_fn: Callable[[argparse.ArgumentParser], None],
+                             handler_fn: Callable[[argparse.Namespace], None],
+                             description: str = "") -> None: ...
+
+    def register_command(self, name: str, handler: Callable[[str], str],
+                         description: str = "", args_hint: str = "") -> None: ...
+
+    def register_tool(self, name: str, toolset: str, schema: dict[str, Any],
+                      handler: Callable[..., str], description: str = "",
+                      emoji: str = "") -> None: ...
+
+    def register_hook(self, hook_name: str, callback: Callable[..., object]) -> None: ...
+
+    def register_skill(self, name: str, path: Path, description: str = "") -> None: ...
+
 
 #: Where each verb's function goes instead of `func`, which Hermes owns for `hermes roam`.
 VERB_FUNC = "roam_func"
@@ -43,10 +66,10 @@ def _move_verb_funcs(parser: argparse.ArgumentParser) -> None:
 
 
 def setup_cli(parser: argparse.ArgumentParser) -> None:
-    """`hermes roam …`: the standalone CLI's own argparse tree."""
-    from roam_core.cli.main import add_verbs
+    """`hermes roam …`: the standalone CLI's own argparse tree (`service.commands`)."""
+    from roam_core.service.commands import command_tree
 
-    add_verbs(parser)
+    command_tree().add_verbs(parser)
     # Without a verb the nested subparsers would reset `command` to None, which Hermes
     # takes as "start a chat"; keep it "roam" so `hermes roam` prints roam's help.
     parser.set_defaults(command="roam")
@@ -54,11 +77,11 @@ def setup_cli(parser: argparse.ArgumentParser) -> None:
 
 
 def cli_handler(args: argparse.Namespace) -> None:
-    """Run the parsed verb with `roam_core.cli.main.run`; exit with its code."""
-    from roam_core.cli.main import run
+    """Run the parsed verb as `roam` runs it (the command tree's `run`); exit with its code."""
+    from roam_core.service.commands import command_tree
 
     args.func = getattr(args, VERB_FUNC, None)
-    code = run(args)
+    code = command_tree().run(args)
     if code:
         sys.exit(code)
 
@@ -82,24 +105,31 @@ def _start_mirror() -> None:
     ensure_started(root)
 
 
-def _attempt(what: str, step: Callable[[], Any]) -> None:
+def _attempt(what: str, step: Callable[[], object]) -> None:
     try:
         step()
     except Exception as failure:
         log.warning("roam: could not register %s: %s", what, failure)
 
 
-def register(ctx: Any) -> None:
+def _register_cli(ctx: HermesContext) -> None:
+    from roam_core.service.commands import command_tree
+
+    command_tree()  # no CLI installed: say so here, not when Hermes builds its parser
+    ctx.register_cli_command(
+        "roam", "Sync this home with your other machines (roam)", setup_cli, cli_handler,
+        description="roam: end-to-end encrypted sync of this Hermes home through storage "
+                    "you own. Same verbs as the `roam` command.")
+
+
+def register(ctx: HermesContext) -> None:
     """Called by Hermes with its PluginContext."""
     from roam_core.hermes import hooks, slash, tools
     from roam_core.hermes.host import fill_manifest, plugin_dir
 
     _attempt("metadata", lambda: fill_manifest(ctx.manifest, metadata()))
     _attempt("the secret provider", _install_secret_provider)
-    _attempt("hermes roam", lambda: ctx.register_cli_command(
-        "roam", "Sync this home with your other machines (roam)", setup_cli, cli_handler,
-        description="roam: end-to-end encrypted sync of this Hermes home through storage "
-                    "you own. Same verbs as the `roam` command."))
+    _attempt("hermes roam", partial(_register_cli, ctx))
     _attempt("/roam", lambda: ctx.register_command(
         "roam", slash.handle, description="roam sync: status, push, pull, diff, devices…",
         args_hint="status|push|pull|pull apply|diff|devices|sessions|auto|doctor|history"))

@@ -1,19 +1,21 @@
 """`/roam …` in a Hermes chat: short, Telegram-friendly answers, no tables.
 
-The words after `/roam` are validated completely before anything runs; each form maps to
-one argv of the roam CLI, run in-process by `runner.run_verb` with `--json` when the verb
-offers it, and the result is rendered as a few plain lines. Switching auto sync on or
+The words after `/roam` are validated completely before anything runs; each form names
+the roam CLI words it stands for and calls the same service function that verb calls
+(`roam_core.service`), and the record is rendered as a few plain lines: its `--json`
+document, or for `diff` and `doctor` the lines the CLI prints. Switching auto sync on or
 off, restoring and configuring are terminal-only on purpose.
 """
 
 from __future__ import annotations
 
-import argparse
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
 
-from roam_core.hermes.runner import VerbResult, run_verb
+from roam_core.service.outcome import Outcome, Record, call
+from roam_core.service.render import HasLines, Json, published
+from roam_core.service.session import Notify
 from roam_core.service.text import sanitize
 
 #: Telegram caps a message at 4096 characters; keep well below.
@@ -84,35 +86,32 @@ def plan(raw: str) -> SlashPlan | None:
     return SlashPlan(simple[verb], verb, limit)
 
 
-def _find(parser: argparse.ArgumentParser, words: Sequence[str]) -> \
-        argparse.ArgumentParser | None:
-    for word in words:
-        actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-        if not actions or word not in actions[0].choices:
-            return None
-        parser = actions[0].choices[word]
-    return parser
+#: Forms whose answer is the lines the CLI prints for people, not the `--json` document.
+TEXT_FORMS = ("diff", "doctor")
 
 
-def resolve_argv(slash: SlashPlan) -> list[str] | None:
-    """The CLI words for a form: `sessions` lists, and `--json` where the verb has it.
+def verb_for(slash: SlashPlan, home: Path) -> Callable[[Notify], Record]:
+    """The service call a validated form stands for (the function its CLI verb calls)."""
+    from roam_core.service import doctor, review, verbs, views
 
-    None when this installation has no such verb (an optional part is not installed).
-    """
-    from roam_core.cli.main import build_parser
-
-    root = build_parser()
-    argv = list(slash.argv)
-    if _find(root, argv[:1]) is None:
-        return None
-    if argv == ["sessions"] and _find(root, ["sessions", "list"]) is not None:
-        argv = ["sessions", "list"]
-    verb = _find(root, argv[:2]) or _find(root, argv[:1])
-    wants_text = slash.title in ("diff", "doctor")
-    if verb is not None and not wants_text and \
-            any("--json" in a.option_strings for a in verb._actions):
-        argv.append("--json")
-    return argv
+    words = slash.argv
+    if words[0] == "push":
+        force, dry_run = "--force" in words, "--dry-run" in words
+        return lambda notify: verbs.push(home, notify, force=force, dry_run=dry_run)
+    if words[0] == "pull":
+        apply, overwrite = "--apply" in words, "--overwrite-conflicts" in words
+        return lambda notify: verbs.pull(home, notify, apply=apply,
+                                         overwrite_conflicts=overwrite)
+    simple: dict[str, Callable[[Notify], Record]] = {
+        "status": lambda notify: verbs.status(home, notify),
+        "diff": lambda notify: views.diff(home, notify),
+        "devices": lambda notify: views.devices(home, notify),
+        "sessions": lambda notify: views.sessions(home),
+        "auto": lambda notify: views.auto_status(home),
+        "doctor": lambda notify: doctor.doctor(home, notify),
+        "history": lambda notify: review.history(home, notify),
+    }
+    return simple[words[0]]
 
 
 def handle(raw: str) -> str:
@@ -125,33 +124,31 @@ def handle(raw: str) -> str:
         return f"roam: {problem}\n{USAGE}"
     if slash is None:
         return HELP
-    argv = resolve_argv(slash)
-    if argv is None:
-        return f"roam: /roam {slash.title} is not available in this roam installation"
-    result = run_verb(argv, home=hermes_home_dir())
-    return redact(render(slash, result))
+    outcome = call(verb_for(slash, hermes_home_dir()), slash.title)
+    return redact(render(slash, outcome))
 
 
-def render(slash: SlashPlan, result: VerbResult) -> str:
-    """A few plain lines for a chat: the verb's JSON, or its text, or its error."""
-    if result.code != 0 and not result.stdout.strip():
-        prefix = "roam (conflict)" if result.conflict else "roam"
-        return f"{prefix}: {sanitize(result.error or result.stderr.strip() or 'failed')}"
-    document = result.json()
-    if document is not None:
-        lines = json_lines(document, slash.limit)
-    else:
-        lines = [" ".join(line.split()) for line in sanitize(result.stdout).splitlines()]
+def render(slash: SlashPlan, outcome: Outcome[Record]) -> str:
+    """A few plain lines for a chat: the record's JSON, or its text, or the error."""
+    record = outcome.record
+    if record is None:
+        prefix = "roam (conflict)" if outcome.conflict else "roam"
+        why = outcome.error or "; ".join(outcome.notices) or "failed"
+        return f"{prefix}: {sanitize(why)}"
+    if slash.title in TEXT_FORMS and isinstance(record, HasLines):
+        lines = [" ".join(line.split()) for line in record.lines()]
         lines = [line for line in lines if line]
-    if result.code != 0:
-        lines.append(f"(exit {result.code}{': ' + result.error if result.error else ''})")
+    else:
+        lines = json_lines(published(record.as_json()), slash.limit)
+    if outcome.code != 0:
+        lines.append(f"(exit {outcome.code}{': ' + outcome.error if outcome.error else ''})")
     if len(lines) > MAX_LINES:
         lines = [*lines[:MAX_LINES], f"… {len(lines) - MAX_LINES} more"]
     text = "\n".join(lines) or f"roam {slash.title}: done"
     return text if len(text) <= MAX_CHARS else text[:MAX_CHARS - 1] + "…"
 
 
-def _scalar(value: Any) -> str:
+def _scalar(value: Json) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if value is None:
@@ -159,7 +156,7 @@ def _scalar(value: Any) -> str:
     return sanitize(value)
 
 
-def _inline(value: Any, width: int = 160) -> str:
+def _inline(value: Json, width: int = 160) -> str:
     if isinstance(value, dict):
         parts = [f"{k}={len(v) if isinstance(v, list) else _scalar(v)}"
                  for k, v in value.items() if not isinstance(v, dict)]
@@ -171,7 +168,7 @@ def _inline(value: Any, width: int = 160) -> str:
     return text if len(text) <= width else text[:width - 1] + "…"
 
 
-def json_lines(document: Any, limit: int = MAX_LINES) -> list[str]:
+def json_lines(document: Json, limit: int = MAX_LINES) -> list[str]:
     """Render a JSON document as short `key: value` lines and `• item` bullets."""
     if isinstance(document, list):
         bullets = [f"• {_inline(item)}" for item in document[:limit]]

@@ -81,7 +81,7 @@ REFUSAL_ADVICE = ("Applying a pull from the agent is not allowed here. Ask the u
                   "terminal themselves.")
 
 
-def _scrubbed(value: Any) -> Any:
+def _scrubbed(value: object) -> object:
     """`value` with Hermes's redaction applied to every string in it."""
     from roam_core.hermes.host import redact
 
@@ -116,7 +116,7 @@ def _flag(args: dict[str, Any] | None, name: str) -> bool:
 MAX_LIST_ITEMS = 50
 
 
-def _clip(value: Any) -> Any:
+def _clip(value: object) -> object:
     if isinstance(value, dict):
         return {key: _clip(item) for key, item in value.items()}
     if isinstance(value, list):

@@ -8,7 +8,7 @@ record's version (raise it when a key changes meaning or goes away).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,27 +30,67 @@ def _profiles(session: Session) -> list[tuple[str, bool]]:
     return session.scope.profiles()
 
 
+#: Status keys present only when the store was read and has a HEAD, or a scan failed.
+_STATUS_OPTIONAL = ("last_push_device", "remote_time", "generations_ahead",
+                    "secret_scan_error")
+
+
 @dataclass(frozen=True)
 class StatusRecord:
     """`roam status`: local and remote generation, changes, conflicts, reachability."""
 
-    report: dict[str, Any]
+    root: str
+    device: str
+    backend: str
+    identity: str | None
+    local_generation: int | None
+    #: how many paths changed here since the last synced generation
+    dirty: int
+    #: `added`, `changed`, `removed`: the shared paths changed here
+    changes: dict[str, list[str]]
+    conflicts: list[str]
+    entry_conflicts: dict[str, list[str]]
+    #: what the walk left out: `{"path", "reason"}` each
+    skipped: list[dict[str, str]]
+    links_at_top: list[str]
+    reachable: bool
+    remote_generation: int | None
+    remote_ahead: bool
+    behind: bool
+    ahead: bool
+    fleet_size: int | None
+    #: why the remote could not be read (None when it was)
+    error: str | None
+    kept_in_backups: int
+    secret_findings: list[dict[str, object]]
+    profiles: list[dict[str, object]]
+    optional: dict[str, bool]
+    last_push_device: str | None = None
+    remote_time: str | None = None
+    generations_ahead: int | None = None
+    secret_scan_error: str | None = None
+    #: keys the engine reports that this record does not name yet, passed through
+    extra: dict[str, object] = field(default_factory=dict)
     schema: int = SCHEMA
 
-    @property
-    def reachable(self) -> bool:
-        return self.report.get("reachable") is True
-
-    @property
-    def remote_ahead(self) -> bool:
-        return self.report.get("remote_ahead") is True
+    @classmethod
+    def from_report(cls, report: dict[str, Any]) -> StatusRecord:
+        """The record of the engine's status report (`engine.status.status`)."""
+        named = {f.name for f in fields(cls)} - {"extra", "schema"}
+        return cls(**{key: value for key, value in report.items() if key in named},
+                   extra={key: value for key, value in report.items() if key not in named})
 
     @property
     def exit_code(self) -> int:
         return 0 if self.reachable else 1
 
     def as_json(self) -> dict[str, Any]:
-        return dict(self.report)
+        document = {f.name: getattr(self, f.name) for f in fields(self)
+                    if f.name not in ("extra", "schema")}
+        for key in _STATUS_OPTIONAL:
+            if document[key] is None:
+                del document[key]
+        return {**document, **self.extra}
 
 
 @dataclass(frozen=True)
@@ -104,7 +144,7 @@ def status(home: str | Path | None, notify: Notify) -> StatusRecord:
     from roam_core.engine.status import status as engine_status
 
     with operation(home, "status", notify, lock=False) as session:
-        return StatusRecord(engine_status(session))
+        return StatusRecord.from_report(engine_status(session))
 
 
 def push(home: str | Path | None, notify: Notify, *, force: bool = False,

@@ -107,8 +107,8 @@ class Packer:
         self._queued.add(blob_id)
         if len(data) < SMALL_CHUNK:
             # A short read comes back in a buffer sized for a whole chunk and shrunk: kept
-            # until its pack is sealed, each would pin a chunk-sized hole in the heap (a
-            # first push of 20,000 small files peaked at 370 MiB). A snug copy lets it go.
+            # until its pack is sealed, each would pin a chunk-sized hole in the heap, so a
+            # push of many small files would hold a chunk per file. A snug copy lets it go.
             data = bytes(memoryview(data))
         self._raw.append((blob_id, data))
         self._raw_bytes += len(data) + BLOB_OVERHEAD

@@ -15,8 +15,9 @@ from typing import TypeVar
 from roam_core.storage import Backend
 
 #: Small objects read at once from a remote store (trees, indexes); the S3 client pools as
-#: many connections. At 40 ms RTT, 16 threads loaded the 3,026 trees of a large home in
-#: 8.7 s where one at a time took ~140 s; each is a wait, not work, so 32 halve that again.
+#: many connections. Each read is a round trip spent waiting, not working, so the time to
+#: load a large home's trees falls with every thread added until the pool is full
+#: (measurements in docs/benchmarks.md).
 READ_WORKERS = 32
 
 Item = TypeVar("Item")

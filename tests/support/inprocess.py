@@ -1,11 +1,10 @@
-"""Run a roam verb in-process and capture what it printed: the one code path for Hermes.
+"""Running a roam verb in-process, the way `roam` runs it, and capturing what it printed.
 
-The `/roam` command, the agent tools and the session hooks never re-implement a verb:
-they parse the same argv the `roam` CLI would get with the same parser
-(`roam_core.cli.main.build_parser`), call the verb, and read its `--json` output, its
-stderr and its exit code. Output is captured per thread, so a verb running on a
-background thread never swallows what Hermes prints on its own threads, and a subprocess
-is never needed (which would put the archive key into a child's environment).
+For tests that drive the CLI's words inside one process (a Hermes session's home, the
+auto switches): the argv goes through the CLI's own parser (`roam_core.cli.main`), the
+verb runs, and its stdout, stderr and exit code come back as a result, never an exit.
+Output is captured per thread, so a verb on one thread never swallows another's.
+(Hermes itself no longer runs verbs this way: `/roam` and the tools call the service.)
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ from roam_core.errors import RoamError
 from roam_core.service.outcome import ExitStatus
 from roam_core.service.text import first_line
 
-log = logging.getLogger("roam.hermes")
+log = logging.getLogger("roam.tests")
 
 
 @dataclass(frozen=True)
