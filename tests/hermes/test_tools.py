@@ -131,8 +131,13 @@ def test_status_before_init_is_json_and_says_not_to_pull(
 def test_status_reports_remote_ahead(monkeypatch: pytest.MonkeyPatch,
                                      make_home: Callable[..., Path]) -> None:
     _home(make_home, monkeypatch)
-    _answer(monkeypatch, "status", lambda home, notify: StatusRecord(
-        {"remote_ahead": True, "reachable": True}))
+    ahead = StatusRecord(
+        root="/h", device="desk", backend="local", identity="local:/s", local_generation=1,
+        dirty=0, changes={"added": [], "changed": [], "removed": []}, conflicts=[],
+        entry_conflicts={}, skipped=[], links_at_top=[], reachable=True, remote_generation=2,
+        remote_ahead=True, behind=True, ahead=False, fleet_size=2, error=None,
+        kept_in_backups=0, secret_findings=[], profiles=[], optional={})
+    _answer(monkeypatch, "status", lambda home, notify: ahead)
     answer = json.loads(tools.roam_status({}))
     assert answer["remote_ahead"] is True and answer["result"]["reachable"] is True
 

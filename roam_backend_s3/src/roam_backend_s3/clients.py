@@ -66,8 +66,9 @@ _loader_lock = threading.Lock()
 def _shared_loader() -> Any:
     """The botocore data loader every backend shares.
 
-    Parsing S3's service model once per process, not per instance, makes opening a backend
-    three to four times cheaper (the race tests open sixteen).
+    Parsing S3's service model is most of what opening a backend costs, and the model
+    never changes within a process: parse it once, not once per instance (processes that
+    open many backends, such as the race tests, pay it once).
     """
     global _loader
     with _loader_lock:
@@ -81,9 +82,9 @@ def _shared_loader() -> Any:
 def _send_bodies_at_once(client: Any) -> None:
     """Stop botocore asking `Expect: 100-continue` before every PUT body.
 
-    Waiting for the server's `100 Continue` costs a round trip per PUT (210 ms instead of
-    about 110 ms for a small object at 100 ms RTT); it only pays for bodies a server might
-    refuse before reading, and roam's objects are at most a pack.
+    Waiting for the server's `100 Continue` costs a whole extra round trip per PUT, which
+    nearly doubles a small object's upload on a distant store; it only pays for bodies a
+    server might refuse before reading, and roam's objects are at most a pack.
     """
     from botocore.handlers import add_expect_header
 
