@@ -126,3 +126,14 @@ def test_a_file_scanned_by_path_finds_what_a_stream_finds_across_chunks(tmp_path
     assert by_path == scanner.scan_stream("notes.md", io.BytesIO(data))
     with pytest.raises(FileNotFoundError):
         scanner.scan_file("gone.md", str(tmp_path / "gone.md"))
+
+
+def test_runs_past_the_kept_mask_are_found_and_the_mask_stays_bounded() -> None:
+    from roam_core.secretscan import regions
+
+    token = b"ghp_Fake0123456789abcdefghijklmnopqrstu"
+    prose = PROSE.encode()
+    data = prose * ((regions.KEPT_MASK + (1 << 16)) // len(prose)) + b"at the end " + token
+    assert len(data) > regions.KEPT_MASK
+    assert [data[s:e] for s, e in long_runs(data, 15)] == [token]
+    assert all(have <= regions.KEPT_MASK for _value, have in regions._REPEATED.values())

@@ -68,15 +68,20 @@ def _weighing(minimum: int) -> tuple[bytes, int, int]:
     raise ValueError(f"no lane weighing for runs of {minimum}")
 
 
-#: Big integers whose low `size` bytes all hold one value, grown by doubling; an `&` with
-#: a longer one costs only the shorter's length.
+#: Big integers whose low `size` bytes all hold one value, grown by doubling up to
+#: `KEPT_MASK` bytes; an `&` with a longer one costs only the shorter's length.
 _REPEATED: dict[int, tuple[int, int]] = {}
+#: Longer masks (files over 1 MiB) are made for the call: a long-lived process (a Hermes
+#: gateway that pushes) does not keep a chunk-sized integer for ever.
+KEPT_MASK = 1 << 20
 
 
 def _repeated(byte: int, size: int) -> int:
     value, have = _REPEATED.get(byte, (0, 0))
     if have < size:
-        have = max(size, 2 * have, 1 << 16)
+        if size > KEPT_MASK:
+            return int.from_bytes(bytes([byte]) * size, "little")
+        have = min(max(size, 2 * have, 1 << 16), KEPT_MASK)
         value = int.from_bytes(bytes([byte]) * have, "little")
         _REPEATED[byte] = (value, have)
     return value
