@@ -243,7 +243,7 @@ def _forget(args: argparse.Namespace) -> int:
     return 0
 
 
-def _dash(value: Any) -> str:
+def _dash(value: object) -> str:
     return "-" if value is None else str(value)
 
 

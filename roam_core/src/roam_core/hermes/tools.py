@@ -92,7 +92,7 @@ def _scrubbed(value: object) -> object:
     return redact(value) if isinstance(value, str) else value
 
 
-def _dump(document: dict[str, Any]) -> str:
+def _dump(document: dict[str, object]) -> str:
     # Each string is scrubbed on its own, before it is quoted: run over the JSON text,
     # Hermes's `NAME_TOKEN=value` mask swallows the closing quote of an excerpt such as
     # `GITHUB_TOKEN=[REDACTED]` and the model receives broken JSON.
@@ -105,7 +105,7 @@ def _home() -> Path:
     return hermes_home_dir()
 
 
-def _flag(args: dict[str, Any] | None, name: str) -> bool:
+def _flag(args: dict[str, object] | None, name: str) -> bool:
     value = (args or {}).get(name, False)
     if isinstance(value, str):
         return value.strip().lower() in ("true", "1", "yes")
@@ -127,8 +127,8 @@ def _clip(value: object) -> object:
     return value
 
 
-def _result(outcome: Outcome[Record], **extra: Any) -> dict[str, Any]:
-    document: dict[str, Any] = {"ok": outcome.ok, "exit_code": outcome.code}
+def _result(outcome: Outcome[Record], **extra: object) -> dict[str, object]:
+    document: dict[str, object] = {"ok": outcome.ok, "exit_code": outcome.code}
     record: Record | None = outcome.record
     said = record.as_json() if record is not None else {}
     if record is not None:
@@ -155,7 +155,7 @@ def agent_apply_allowed(home: Path) -> bool:
         return False
 
 
-def roam_status(args: dict[str, Any] | None = None, **_: Any) -> str:
+def roam_status(args: dict[str, object] | None = None, **_: object) -> str:
     """Tool handler: `roam status --json`."""
     from roam_core.service import verbs
 
@@ -167,7 +167,7 @@ def roam_status(args: dict[str, Any] | None = None, **_: Any) -> str:
     return _dump(_result(outcome, remote_ahead=ahead))
 
 
-def roam_push(args: dict[str, Any] | None = None, **_: Any) -> str:
+def roam_push(args: dict[str, object] | None = None, **_: object) -> str:
     """Tool handler: `roam push --json [--force] [--dry-run]`."""
     from roam_core.service import verbs
 
@@ -179,7 +179,7 @@ def roam_push(args: dict[str, Any] | None = None, **_: Any) -> str:
     return _dump(_result(outcome, **extra))
 
 
-def roam_pull(args: dict[str, Any] | None = None, **_: Any) -> str:
+def roam_pull(args: dict[str, object] | None = None, **_: object) -> str:
     """Tool handler: `roam pull --json [--apply [--overwrite-conflicts]]`, apply gated."""
     from roam_core.service import verbs
 

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from roam_core.engine.progress import ProgressSink
     from roam_core.engine.pull import PullResult
     from roam_core.engine.push import PushResult
+    from roam_core.engine.retention import Policy
     from roam_core.engine.session import Session
     from roam_core.secretscan.scan import SecretsFound
 
@@ -195,7 +196,7 @@ class ForgetRecord:
         return dict(self.plan.as_json())
 
 
-def forget(home: str | Path | None, notify: Notify, policy: Any, *,
+def forget(home: str | Path | None, notify: Notify, policy: Policy, *,
            apply: bool = False) -> ForgetRecord:
     """Plan (and with `apply`, record) what a retention `Policy` forgets."""
     from roam_core.engine.forget import forget as engine_forget
