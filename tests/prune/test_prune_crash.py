@@ -4,7 +4,9 @@ For each kill point of `engine/prune.py` a fresh store with forgotten generation
 with `--grace-minutes 0` by a real process killed there. Then `roam check --read-data` is
 clean, every kept generation reads back byte for byte, and a second prune (the same device:
 its own expired or still-held lease is no obstacle) finishes the job: nothing unreferenced is
-left.
+left. Generation 1's pack is mostly garbage, so the run repacks it first: the kill points
+inside the repack (a new pack stored without its index, an index stored, every copy done
+before the mark) are covered too, in format 1 and format 2 (tree packs repacked as well).
 """
 
 from __future__ import annotations
@@ -18,19 +20,20 @@ import pytest
 from campaign.harness import Home, Runner, stores
 from helpers import every_version
 
-POINTS = ("prune:lease", "prune:marked", "prune:delete:index", "prune:delete:packs",
-          "prune:delete:trees", "prune:delete:snapshots", "prune:swept")
+POINTS = ("prune:lease", "prune:repack:pack", "prune:repack:index", "prune:repacked",
+          "prune:marked", "prune:delete:index", "prune:delete:packs", "prune:delete:trees",
+          "prune:delete:snapshots", "prune:swept")
+#: The steps a format-2 store runs differently (no tree objects: tree packs instead).
+POINTS_2 = ("prune:repack:pack", "prune:repack:index", "prune:repacked", "prune:delete:index",
+            "prune:delete:packs")
 
 
-@pytest.fixture(scope="module")
-def seeded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Home]:
+def _seed(base: Path, store_format: int) -> tuple[Path, Home]:
     """A home and its local store: six generations, the first four forgotten."""
-    base = tmp_path_factory.mktemp("seed")
     rng = random.Random(9)
     with stores("local", base) as store:
         home = Home(base / "desk", "desk", store, Runner())
-        # format 1: trees are objects of their own, so every deletion step (trees/ too) runs
-        assert home.roam("init", "--create-remote", "--format", "1").code == 0
+        assert home.roam("init", "--create-remote", "--format", str(store_format)).code == 0
         home.write("memories/steady.md", "steady\n")
         for _ in range(5):
             home.write("memories/big.bin", rng.randbytes(30_000))
@@ -40,9 +43,30 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Home]:
         return base, home
 
 
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Home]:
+    # format 1: trees are objects of their own, so every deletion step (trees/ too) runs
+    return _seed(tmp_path_factory.mktemp("seed"), 1)
+
+
+@pytest.fixture(scope="module")
+def seeded_2(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Home]:
+    return _seed(tmp_path_factory.mktemp("seed2"), 2)
+
+
 @pytest.mark.parametrize("point", POINTS)
 def test_a_prune_killed_at_each_step(point: str, seeded: tuple[Path, Home],
                                      tmp_path: Path) -> None:
+    _killed_then_finished(point, seeded, tmp_path)
+
+
+@pytest.mark.parametrize("point", POINTS_2)
+def test_a_format_2_prune_killed_at_each_step(point: str, seeded_2: tuple[Path, Home],
+                                              tmp_path: Path) -> None:
+    _killed_then_finished(point, seeded_2, tmp_path)
+
+
+def _killed_then_finished(point: str, seeded: tuple[Path, Home], tmp_path: Path) -> None:
     base, seed = seeded
     shutil.copytree(base / "store", tmp_path / "store")
     home = seed.copy(tmp_path / "desk")
@@ -62,6 +86,7 @@ def test_a_prune_killed_at_each_step(point: str, seeded: tuple[Path, Home],
     assert every_version(home) == kept
     again = home.roam("prune", "--apply", "--grace-minutes", "0", "--json")
     assert again.code == 0, again.err
-    assert home.roam("prune", "--json").json()["garbage"] == {}
+    final = home.roam("prune", "--json").json()
+    assert final["garbage"] == {} and final["repacked"] == 0
     assert every_version(home) == kept
     assert home.roam("check", "--read-data").code == 0

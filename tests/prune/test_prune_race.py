@@ -7,7 +7,9 @@ round's prunes run one after another while the pushes do, with a grace period of
 seconds and every push's deadline below it (as the defaults are), so marks come due while
 pushes are in flight: the pushers stop only once a sweep of their round has deleted (an
 event, not a count, so a fast or a slow machine races the same way). After every round
-`roam check --read-data` is clean and every kept generation reads back whole. On git (a real
+`roam check --read-data` is clean and every kept generation reads back whole. Every other
+push packs a slowly changing file beside the fresh one, so once forgotten its pack is half
+garbage: prunes repack such packs while pushes run (the pushers also wait for a repack). On git (a real
 bare remote over file://) a deletion is a parentless commit pushed under the branch's lease
 while the pushers' commits race it.
 """
@@ -50,7 +52,12 @@ def _pushes(home: Home, seconds: int, stop: Path) -> subprocess.Popen[str]:
     any machine; each pass leaves a generation that the next forget turns into garbage.
     """
     fresh = home.root / "memories" / f"{home.name}-loop.md"
-    script = (f"while :; do head -c 20000 /dev/urandom > {shlex.quote(str(fresh))};"
+    slow = home.root / "memories" / f"{home.name}-slow.md"
+    # every other pass also changes `slow`: that pass's pack holds it beside `fresh`, and
+    # once the next pass replaces `fresh` the pack is half garbage (a repack candidate)
+    script = (f"n=0; while :; do n=$((n+1));"
+              f" head -c 20000 /dev/urandom > {shlex.quote(str(fresh))};"
+              f" [ $((n % 2)) = 1 ] && head -c 20000 /dev/urandom > {shlex.quote(str(slow))};"
               f" {_quote(home.argv('pull', '--apply'))} >/dev/null 2>&1;"
               f" {_quote(home.argv('push'))} >/dev/null 2>&1;"
               f" [ $SECONDS -ge {seconds} ] && [ -e {shlex.quote(str(stop))} ] && break;"
@@ -91,6 +98,7 @@ def test_pushes_while_prune_runs_lose_nothing_kept(kind: str, tmp_path: Path,
             assert home.roam("pull", "--apply").code == 0
             home.write(f"memories/{home.name}.md", rng.choice(pool))
             assert home.roam("push").code in (0, 2)
+        repacked = 0
         for round_number in range(1, ROUNDS[kind] + 1):
             for home in homes:
                 home.write(f"memories/{home.name}.md", rng.choice(pool))
@@ -107,7 +115,8 @@ def test_pushes_while_prune_runs_lose_nothing_kept(kind: str, tmp_path: Path,
                         forget(session, Policy(last=1), apply=True)
                         swept = prune(session, apply=True, grace_minutes=GRACE_SECONDS / 60)
                     deleted += sum(swept.deleted.values())
-                    if deleted:
+                    repacked += swept.repacked
+                    if deleted and repacked:
                         stop.touch()
             finally:
                 for pusher in pushers:
@@ -119,3 +128,4 @@ def test_pushes_while_prune_runs_lose_nothing_kept(kind: str, tmp_path: Path,
                 assert check.code == 0, f"round {round_number}: {check.out}{check.err}"
                 assert len(every_version(homes[0])) >= 1
             assert deleted > 0, f"round {round_number}: no sweep deleted while pushes ran"
+        assert repacked > 0, "no prune repacked while pushes ran"

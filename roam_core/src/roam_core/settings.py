@@ -34,6 +34,7 @@ DEFAULTS: dict[str, Any] = {
     "force_guard_paths": 100,
     "operation_timeout_seconds": None,
     "prune_grace_minutes": 120,
+    "prune_repack_threshold": 10,
     "retention": {},
     "redact_env_values": True,
     "redact_patterns": [],
@@ -74,6 +75,9 @@ CORE_HELP: dict[str, str] = {
     "prune_grace_minutes": "`roam prune --apply` deletes only what an earlier run marked at "
                            "least this long ago (pushes running meanwhile stay safe); keep "
                            "it at 60 or more when other devices push",
+    "prune_repack_threshold": "`roam prune --apply` repacks a pack at least this many percent "
+                              "unused (its live blobs copied into new packs, the old pack "
+                              "then deleted like an unreferenced one); 100 repacks nothing",
     "retention": "the fleet's retention policy, with `roam forget`'s rules as keys, e.g. "
                  "`{keep_daily: 14, keep_monthly: 12}`; auto sync applies it (forget only) "
                  "after each successful automatic push; empty means keep everything; "

@@ -69,7 +69,7 @@ def _prune(args: argparse.Namespace) -> int:
         progress = Progress("prune", quiet=args.quiet or args.json)
         try:
             result = prune(session, apply=args.apply, grace_minutes=args.grace_minutes,
-                           progress=progress)
+                           max_repack_bytes=args.max_repack_size, progress=progress)
         finally:
             progress.close()
     if args.json:
@@ -79,6 +79,11 @@ def _prune(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"roam: {result.kept_generations} generation(s) kept; unreferenced: "
               f"{found or 'nothing'} ({_size(result.garbage_bytes)} of packs)")
+        if result.repacked or result.repack_left:
+            done = "repacked" if args.apply else "to repack"
+            left = f"; {result.repack_left} left for a later run" if result.repack_left else ""
+            print(f"roam: {done}: {result.repacked} pack(s) at least "
+                  f"{result.repack_threshold:g}% unused ({_size(result.repacked_bytes)}){left}")
     if not args.apply:
         print("roam: nothing deleted; roam prune --apply marks what is unreferenced and "
               f"deletes what was marked at least {result.grace_minutes:g} minute(s) before")
@@ -91,6 +96,24 @@ def _prune(args: argparse.Namespace) -> int:
         print(f"roam: {result.waiting} marked object(s) wait for the grace period; run roam "
               f"prune --apply again after {when.replace(microsecond=0).isoformat()}")
     return 0
+
+
+#: `--max-repack-size` suffixes, as restic's (powers of 1024).
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def _bytes(text: str) -> int:
+    """A size such as 500M or 2g (k/m/g/t: KiB, MiB, GiB, TiB; none: bytes)."""
+    number, unit = text.strip(), ""
+    if number[-1:].lower() in _UNITS:
+        number, unit = number[:-1], number[-1].lower()
+    try:
+        value = float(number)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 500M, 2G)") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a size of 0 or more: {text}")
+    return int(value * _UNITS[unit])
 
 
 def _minutes(text: str) -> float:
@@ -134,7 +157,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "prune", help="delete what no kept generation needs (plan; --apply deletes)",
         description="Find what no kept (not forgotten) generation needs: packs none of whose "
-        "blobs is referenced, their indexes, and unreachable trees and snapshots. Shows the "
+        "blobs is referenced, their indexes, and unreachable trees and snapshots; packs mostly "
+        "unused (prune_repack_threshold) have their live blobs copied into new packs first. "
+        "Shows the "
         "numbers; --apply marks them (pushes from every device then stop relying on them) "
         "and deletes what an earlier run marked at least the grace period before "
         "(prune_grace_minutes, longer than any device's push may run), so a push running "
@@ -145,5 +170,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="delete what was marked at least M minutes ago (default: the "
                         "prune_grace_minutes setting, 120); 0 only when no other device can "
                         "push meanwhile")
+    parser.add_argument("--max-repack-size", type=_bytes, default=None, metavar="SIZE",
+                        help="repack at most this many bytes of packs in this run (e.g. "
+                        "500M, 2G; 0: none); packs at least prune_repack_threshold percent "
+                        "unused are otherwise all repacked")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=_prune)

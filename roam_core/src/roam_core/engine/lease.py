@@ -229,19 +229,22 @@ def marked_keys(repo: Repository, record: LeaseRecord | None = None) -> frozense
     return frozenset(keys)
 
 
-def refuse_if_marked(repo: Repository, relied: set[str]) -> None:
+def refuse_if_marked(repo: Repository, needs: Iterable[Iterable[str]]) -> None:
     """Before a long push swaps HEAD: refuse unless every object it relies on is safe.
 
-    Safe means no mark names it now and it is still stored. An object no mark names now can
+    Each need lists the keys of its copies (a blob's pack as its entry names it, and every
+    pack an index places it in: a repack moves blobs). A copy is safe when no mark names it
+    now and it is still stored; one safe copy is enough. An object no mark names now can
     only be deleted a whole grace period after a later mark, long after this swap; one a
     mark names might go at any moment, and one a sweep took is gone. Marks are read first,
     stored objects listed after, so a sweep in between is caught by one or the other.
     """
     repo.backend.read_ref("HEAD")  # a fresh look at the remote (git: LEASE comes with it)
-    hit = relied & marked_keys(repo)
-    prefixes = sorted({key.partition("/")[0] + "/" for key in relied})
-    stored = {key for prefix in prefixes for key in repo.backend.list(prefix)}
-    hit |= relied - stored
+    wanted = [set(need) for need in needs]
+    marked = marked_keys(repo)
+    prefixes = sorted({key.partition("/")[0] + "/" for need in wanted for key in need})
+    safe = {key for prefix in prefixes for key in repo.backend.list(prefix)} - marked
+    hit = sum(1 for need in wanted if not need & safe)
     if hit:
-        raise UserError(f"a prune marked or deleted {len(hit)} object(s) this push relies on "
+        raise UserError(f"a prune marked or deleted {hit} object(s) this push relies on "
                         "while it ran; run roam push again")

@@ -9,6 +9,9 @@ and still garbage now, is deleted: indexes first (so no push counts on a pack ab
 then packs, trees, snapshots. A crash anywhere leaves marks and garbage that the next run
 finds again; nothing a kept generation needs is ever in a mark that comes due. The argument
 is in docs/decisions.md ("Prune and concurrent pushes").
+
+Packs that are mostly garbage are repacked first (engine/repack.py): their live content is
+copied into new packs, and the old ones are then deletable like dead ones, on the same marks.
 """
 
 from __future__ import annotations
@@ -18,14 +21,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from roam_core import settings as settings_module
 from roam_core.engine import lease as lease_module
 from roam_core.engine import remote as remote_module
 from roam_core.engine.history import generations
 from roam_core.engine.journal import kill_point
 from roam_core.engine.progress import ProgressSink
+from roam_core.engine.repack import THRESHOLD_PERCENT, PackSurvey, repack, select, survey_packs
 from roam_core.engine.session import Session
 from roam_core.errors import UserError
-from roam_core.store.objects import index_key, mark_key
+from roam_core.store.objects import mark_key
 from roam_core.store.parallel import ParallelReads, read_workers
 from roam_core.store.repository import Repository
 
@@ -47,6 +52,14 @@ class PruneResult:
     kept_generations: int = 0
     garbage: dict[str, int] = field(default_factory=dict)
     garbage_bytes: int = 0
+    #: packs repacked (their live content copied into new packs) by this run
+    repacked: int = 0
+    #: bytes of the packs repacked, and of the new packs written for them
+    repacked_bytes: int = 0
+    repack_written_bytes: int = 0
+    #: packs worth repacking left for a later run (`--max-repack-size`, or unreadable)
+    repack_left: int = 0
+    repack_threshold: float = THRESHOLD_PERCENT
     marked: int = 0
     deleted: dict[str, int] = field(default_factory=dict)
     deleted_bytes: int = 0
@@ -69,6 +82,8 @@ class Reach:
     trees: set[str] = field(default_factory=set)
     blobs: set[str] = field(default_factory=set)
     packs: set[str] = field(default_factory=set)
+    #: pack → the blobs kept trees name there (a repacked pack's blobs are read elsewhere)
+    named: dict[str, set[str]] = field(default_factory=dict)
 
 
 def _kind(key: str) -> str:
@@ -95,6 +110,7 @@ def reach(session: Session) -> Reach:
                         for ref in node.get("blobs", ()):
                             found.blobs.add(str(ref[0]))
                             found.packs.add(str(ref[1]))
+                            found.named.setdefault(str(ref[1]), set()).add(str(ref[0]))
             found.trees.update(level)
             level = sorted(below - found.trees)
     # format 2: the tree packs that hold a reached tree are needed as much as its blobs' packs
@@ -103,46 +119,36 @@ def reach(session: Session) -> Reach:
     return found
 
 
-def garbage(repo: Repository, needed: Reach, pending: Iterable[str]
-            ) -> tuple[set[str], dict[str, int]]:
-    """Every deletable key now, and each dead pack's bytes (from the indexes' spans)."""
-    packs = set(repo.backend.list("packs/"))
-    holds: dict[str, set[str]] = {}
-    spans: dict[str, int] = {}
-    found: set[str] = set()
-    for index_id, (blobs, trees) in repo.index_entries().items():
-        refs = blobs + trees  # a tree pack's index lists trees (format 2), a data pack's blobs
-        for ref in refs:
-            blob_id, pack, length = str(ref[0]), str(ref[1]), int(ref[3])
-            holds.setdefault(pack, set()).add(blob_id)
-            spans[pack] = spans.get(pack, 0) + length
-        named = {str(ref[1]) for ref in refs}
-        if all(pack not in packs or _dead(pack, holds, needed) for pack in named):
-            found.add(index_key(index_id))
-    dead_packs = {pack for pack in packs if _dead(pack, holds, needed)}
-    found |= dead_packs
+def survey(repo: Repository, needed: Reach, threshold: float) -> PackSurvey:
+    """The packs and indexes deletable now, and the packs worth repacking first."""
+    places = repo.tree_places()
+    tree_named = {str(ref[1]) for tree_id in needed.trees for ref in places.get(tree_id, ())}
+    return survey_packs(repo, needed.blobs, needed.trees, needed.named, tree_named, threshold)
+
+
+def garbage(repo: Repository, needed: Reach, pending: Iterable[str], packs: PackSurvey
+            ) -> set[str]:
+    """Every deletable key now: packs and indexes by `packs`, unreached trees, snapshots."""
+    found = set(packs.deletable) | packs.indexes
     found |= {key for key in repo.backend.list("trees/")
               if key.rpartition("/")[2] not in needed.trees}
     found |= {key for key in repo.backend.list("snapshots/")
               if key.rpartition("/")[2] not in needed.snapshots}
     pending_marks = {mark_key(mark_id) for mark_id in pending}
     found |= {key for key in repo.backend.list("marks/") if key not in pending_marks}
-    return found, {pack: spans.get(pack, 0) for pack in dead_packs}
-
-
-def _dead(pack: str, holds: dict[str, set[str]], needed: Reach) -> bool:
-    """A pack no kept generation names and none of whose indexed blobs one needs.
-
-    Tree ids count as needed blobs too: a format that stores trees in packs keeps them.
-    """
-    held = holds.get(pack, set())
-    return pack not in needed.packs and not (held & needed.blobs or held & needed.trees)
+    return found
 
 
 def prune(session: Session, *, apply: bool, grace_minutes: float | None = None,
-          progress: ProgressSink | None = None,
+          max_repack_bytes: int | None = None, progress: ProgressSink | None = None,
           clock: Callable[[], float] = time.time) -> PruneResult:
-    """Find the garbage; with `apply`, mark it and delete what was marked a grace period ago."""
+    """Find the garbage; with `apply`, repack, mark, and delete what is due.
+
+    Applying repacks mostly-garbage packs, marks what is deletable, and deletes what was
+    marked a grace period ago.
+
+    `max_repack_bytes` caps the bytes of the packs repacked in this run (None: no cap).
+    """
     state = session.require_state()
     backend = session.backend
     if not backend.capabilities.deletes:
@@ -150,19 +156,22 @@ def prune(session: Session, *, apply: bool, grace_minutes: float | None = None,
                         "so this store cannot be pruned (it keeps every generation)")
     if grace_minutes is None:
         grace_minutes = float(session.settings.get("prune_grace_minutes", GRACE_MINUTES))
-    result = PruneResult(applied=apply, grace_minutes=grace_minutes)
+    threshold = settings_module.number(session.settings, "prune_repack_threshold")
+    result = PruneResult(applied=apply, grace_minutes=grace_minutes,
+                         repack_threshold=threshold)
     if remote_module.read_verified_head(session, state) is None:
         return result
     repo = session.repo
     if not apply:
         record = lease_module.read_lease(repo)
-        _survey(session, result, record.marks)
+        _survey(session, result, record.marks, max_repack_bytes)
         marked = lease_module.marked_keys(repo, record)
         return _plan_only(result, marked)
     with lease_module.held(repo, state.id, state.device, "prune") as lease:
         kill_point("prune:lease")
         marks = [lease_module.load_mark(repo, mark_id) for mark_id in lease.record.marks]
-        found = _survey(session, result, lease.record.marks)
+        found, index_packs = _survey(session, result, lease.record.marks, max_repack_bytes,
+                                     lease, progress)
         already = {key for mark in marks for key in mark.keys}
         fresh = sorted(found - already)
         if fresh:
@@ -175,6 +184,11 @@ def prune(session: Session, *, apply: bool, grace_minutes: float | None = None,
         due = [mark for mark in marks if now - mark.time >= grace_minutes * 60]
         waiting = [mark for mark in marks if mark not in due]
         doomed = {key for mark in due for key in mark.keys} & found
+        # an index written after its pack was marked (a push between the two, a repair's
+        # second index) goes with the pack, not a grace period later: nothing can rely on
+        # it once its pack is gone, and a reader meeting it would look for that pack first
+        doomed |= {key for key, packs in index_packs.items()
+                   if key in found and packs and packs <= doomed}
         _delete(session, lease, doomed, result, progress)
         if due:
             lease.set_marks(mark.mark_id for mark in waiting)
@@ -189,15 +203,39 @@ def prune(session: Session, *, apply: bool, grace_minutes: float | None = None,
     return result
 
 
-def _survey(session: Session, result: PruneResult, pending: Iterable[str]) -> set[str]:
+def _survey(session: Session, result: PruneResult, pending: Iterable[str],
+            max_repack_bytes: int | None, lease: lease_module.Lease | None = None,
+            progress: ProgressSink | None = None) -> tuple[set[str], dict[str, set[str]]]:
+    """What is deletable, and the packs each index lists.
+
+    With a `lease` (apply), after repacking the chosen packs.
+    """
+    repo = session.repo
     needed = reach(session)
     result.kept_generations = len(needed.snapshots)
-    found, sizes = garbage(session.repo, needed, pending)
-    result.garbage_bytes = sum(sizes.values())
-    result.pack_bytes = sizes
+    packs = survey(repo, needed, result.repack_threshold)
+    chosen = select(packs.pending, max_repack_bytes)
+    result.repacked = len(chosen)
+    result.repacked_bytes = sum(use.size for use in chosen)
+    result.repack_left = len(packs.pending) - len(chosen)
+    if lease is not None and chosen:
+        if progress is not None:
+            progress.begin(0, result.repacked_bytes)
+        written, skipped = repack(repo, chosen, packs.covered, lease.renew,
+                                  None if progress is None else
+                                  lambda size: progress.advance(size))
+        kill_point("prune:repacked")
+        result.repack_written_bytes = written
+        result.repacked -= len(skipped)
+        result.repack_left += len(skipped)
+        result.repacked_bytes -= sum(use.size for use in chosen if use.pack in skipped)
+        packs = survey(repo, needed, result.repack_threshold)  # the copies now cover them
+    found = garbage(repo, needed, pending, packs)
+    result.garbage_bytes = sum(packs.deletable.values())
+    result.pack_bytes = packs.deletable
     for key in found:
         result.garbage[_kind(key)] = result.garbage.get(_kind(key), 0) + 1
-    return found
+    return found, packs.index_packs
 
 
 def _plan_only(result: PruneResult, marked: frozenset[str]) -> PruneResult:

@@ -230,12 +230,20 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
     # once more beside the copy a repair or another push stored
     voided = session.repo.voided()[0]
     for entry in base.values():
-        known.update({ref[0]: ref for ref in entry.blobs if ref[1] and ref[1] not in voided})
+        # the indexes say where a blob is now (a prune may have repacked it elsewhere)
+        for ref in entry.blobs:
+            if ref[1] and ref[1] not in voided:
+                known.setdefault(ref[0], ref)
     # a pack a prune marked may be deleted once its grace period has passed: never rely on it
     # (docs/decisions.md, "Prune and concurrent pushes")
     marked = lease_module.marked_keys(session.repo)
     if marked:
         known = {blob: ref for blob, ref in known.items() if ref[1] not in marked}
+        # a repacked blob is indexed in its new pack too: that copy is safe to rely on
+        for refs in session.repo.indexes().values():
+            for ref in refs:
+                if ref[1] not in marked and ref[1] not in voided:
+                    known.setdefault(ref[0], tuple(ref))
         session.repo.avoid = marked  # nor on a marked tree of the same content
     present = PackPresence(session.backend)
     packer = Packer(session.repo, known, present=present)
@@ -398,11 +406,25 @@ def _swap_head(repo: Repository, head: Head, seen: Head) -> None:
     raise ConflictError("the remote head moved ahead — run roam pull first")
 
 
-def _tree_packs(repo: Repository, root: str) -> set[str]:
-    """The tree packs (format 2) holding the trees of the generation rooted at `root`."""
-    places = repo.tree_places() if repo.format >= 2 else {}
-    return {ref[1] for tree in repo.folders.get(root, {}).values()
-            for ref in places.get(tree, ())}
+def _needs(repo: Repository, manifest: Manifest, root: str, snapshot_id: str
+           ) -> list[set[str]]:
+    """What a generation relies on, each as the keys of its copies (any one will do).
+
+    Read from the indexes afresh: a prune may have repacked a blob or a tree meanwhile.
+    """
+    lost = repo.voided()[0]
+    copies: dict[str, set[str]] = {}
+    for refs in repo.indexes().values():
+        for ref in refs:
+            if ref[1] not in lost:
+                copies.setdefault(str(ref[0]), set()).add(str(ref[1]))
+    needs = [{ref[1]} | copies.get(ref[0], set())
+             for entry in manifest.values() for ref in entry.blobs]
+    places = repo.tree_places(fresh=True) if repo.format >= 2 else {}
+    for tree in repo.folders.get(root, {}).values():
+        needs.append({tree_key(tree)} | {ref[1] for ref in places.get(tree, ())})
+    needs.append({snapshot_key(snapshot_id)})
+    return needs
 
 
 def _publish(session: Session, state: LocalState, view: remote_module.RemoteView,
@@ -425,12 +447,7 @@ def _publish(session: Session, state: LocalState, view: remote_module.RemoteView
     head = Head(generation, snapshot_id, view.head.store, state.device, snapshot.created)
     if time.monotonic() - started > lease_module.RECHECK_AFTER:
         # a prune may have marked this push's own early objects as unreferenced meanwhile
-        lease_module.refuse_if_marked(repo, {ref[1] for entry in manifest.values()
-                                             for ref in entry.blobs}
-                                      | {tree_key(tree) for tree in
-                                         repo.folders.get(root, {}).values()}
-                                      | _tree_packs(repo, root)
-                                      | {snapshot_key(snapshot_id)})
+        lease_module.refuse_if_marked(repo, _needs(repo, manifest, root, snapshot_id))
     _swap_head(repo, head, view.head)
     kill_point("push:head")
     raise_floor(session.state_dir, head.store, session.backend.identity(), generation)

@@ -649,6 +649,18 @@ class Repository(TreeReads):
         """
         return self._write_index_of(pack, refs, [], note)
 
+    def write_pack_index(self, pack: str, refs: list[BlobRef], trees: list[BlobRef]) -> str:
+        """Store the index of a pack holding `refs` (blobs) or `trees` (a tree pack)."""
+        return self._write_index_of(pack, refs, trees)
+
+    def check_packed(self, ref: BlobRef, sealed: bytes, tree: bool) -> None:
+        """Authenticate and re-name one entry read from its pack; `IntegrityError` if bad."""
+        if tree:
+            self._open_json(crypto.KIND_TREE, ref[0], sealed, f"tree {ref[0]} in {ref[1]}",
+                            None)
+        else:
+            self._open_blob(ref, sealed)
+
     def _write_index_of(self, pack: str, refs: list[BlobRef], trees: list[BlobRef],
                         note: str | None = None) -> str:
         """Store the index of a data pack (`refs`) or of a tree pack (`trees`)."""
