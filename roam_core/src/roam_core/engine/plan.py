@@ -23,6 +23,7 @@ from roam_core.engine.scan import (
     StatCache,
     fill_digests,
     install_mode,
+    read_umask,
 )
 from roam_core.engine.session import Session
 from roam_core.engine.state import LocalState
@@ -106,6 +107,8 @@ class Planner:
                  overwrite_conflicts: bool = False, only: tuple[str, ...] = (),
                  cron_only: bool = False) -> None:
         self.session = session
+        #: read once: from /proc per new file it cost a 20,000-file pull seconds
+        self.umask = read_umask()
         self.state = state
         self.view = view
         self.overwrite = overwrite_conflicts
@@ -265,8 +268,8 @@ class Planner:
             self.plan.ops.append(Op(rel, "delete", expect=expect, original_sha=_raw_sha(loc)))
         else:
             (self.plan.changed if loc is not None else self.plan.added).append(rel)
-            self.plan.ops.append(Op(rel, "write", r.sha256, install_mode(r.mode, loc), expect,
-                                    _raw_sha(loc),
+            mode = install_mode(r.mode, loc, self.umask)
+            self.plan.ops.append(Op(rel, "write", r.sha256, mode, expect, _raw_sha(loc),
                                     source=_remote_source(self.session, r)))
         if overwrite:
             self.plan.overwritten.append(rel)

@@ -85,18 +85,19 @@ def read_umask() -> int:
     return found
 
 
-def install_mode(remote_mode: int, local: LocalFile | None) -> int:
+def install_mode(remote_mode: int, local: LocalFile | None, umask: int | None = None) -> int:
     """The mode a file installed from the store gets: only its executable bit comes along.
 
     A replaced file keeps its own mode (a private 0600 stays private) with the executable
-    bits set or cleared; a new one gets 0644 or 0755 under the home's umask. Nothing from a
+    bits set or cleared; a new one gets 0644 or 0755 under the home's umask (`umask`, read
+    here when not given: a caller planning many files reads it once). Nothing from a
     remote entry makes a file setuid or group/world-writable.
     """
     executable = bool(remote_mode & 0o100)
     if local is not None:
         kept = local.mode & 0o777 & ~0o111
         return kept | ((kept & 0o444) >> 2) if executable else kept
-    return (0o755 if executable else 0o644) & ~read_umask()
+    return (0o755 if executable else 0o644) & ~(read_umask() if umask is None else umask)
 
 
 def projected_bytes(path: Path, rel: str, host_keys: Iterable[str] = (),
