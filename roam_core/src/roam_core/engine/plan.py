@@ -107,7 +107,7 @@ class Planner:
                  overwrite_conflicts: bool = False, only: tuple[str, ...] = (),
                  cron_only: bool = False) -> None:
         self.session = session
-        #: read once: from /proc per new file it cost a 20,000-file pull seconds
+        #: read once: a /proc read per new file adds up to seconds on a large pull
         self.umask = read_umask()
         self.state = state
         self.view = view

@@ -28,8 +28,8 @@ WINDOW_BYTES = 32 * 1024 * 1024
 #: Spans read at once on a remote store: enough to fill a long fat pipe.
 SPAN_WORKERS = 8
 #: On a remote store a span may cover a whole pack: a pack is filled to PACK_TARGET and its
-#: last blob (one chunk, sealed) may overshoot it. 8 MiB spans cost a pull of the `large`
-#: home 93 GETs for 32 packs (4 MiB blobs never joined: two sealed ones exceed 8 MiB).
+#: last blob (one chunk, sealed) may overshoot it. With 8 MiB spans two sealed 4 MiB chunks
+#: never joined, so a pack of big-file chunks was a GET per blob (docs/benchmarks.md).
 REMOTE_SPAN_BYTES = PACK_TARGET + CHUNK_SIZE + 1024 * 1024
 #: On a remote store a round trip costs more than reading a megabyte through.
 REMOTE_SPAN_GAP = 1024 * 1024
