@@ -22,11 +22,14 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from roam_core.service import autostate
 from roam_core.service.outcome import Outcome, Record, call
 from roam_core.settings import CoreSettings
+
+if TYPE_CHECKING:
+    from roam_core.service.verbs import StatusRecord
 
 log = logging.getLogger("roam.hermes")
 
@@ -260,22 +263,22 @@ def check_remote(root: Path, pull: bool) -> None:
     if not status.ok and not status.conflict:
         log.info("roam: remote check skipped: %s", status.error or status.code)
         return
-    document = _document(status) or {}
-    if remote_ahead(document):
-        _notice_ahead(root, document.get("remote_generation"))
-    _notice_conflicts(root, document)
+    record = status.record
+    if record is None:
+        return
+    if record.remote_ahead:  # True only when the remote was read and is verifiably ahead
+        _notice_ahead(root, record.remote_generation)
+    _notice_conflicts(root, open_conflicts(record))
 
 
-def open_conflicts(document: dict[str, Any]) -> list[str]:
-    """Every conflict `roam status --json` reports open: files, config keys, memory entries."""
-    entries = document.get("entry_conflicts") or {}
-    return [*(document.get("conflicts") or []),
-            *(f"{rel}: {key}" for rel, keys in sorted(entries.items()) for key in keys)]
+def open_conflicts(record: StatusRecord) -> list[str]:
+    """Every conflict `roam status` reports open: files, config keys, memory entries."""
+    return [*record.conflicts, *(f"{rel}: {key}" for rel, keys
+                                 in sorted(record.entry_conflicts.items()) for key in keys)]
 
 
-def _notice_conflicts(root: Path, document: dict[str, Any]) -> None:
+def _notice_conflicts(root: Path, found: list[str]) -> None:
     # Once per set of open conflicts: the same set again is not news.
-    found = open_conflicts(document)
 
     def stash(data: dict[str, Any]) -> None:
         if not found or data.get("conflicts_noticed") == found:
@@ -291,7 +294,7 @@ def _notice_conflicts(root: Path, document: dict[str, Any]) -> None:
     autostate.update(root, stash)
 
 
-def _notice_ahead(root: Path, generation: Any) -> None:
+def _notice_ahead(root: Path, generation: int | None) -> None:
     # One notice per remote generation: a remote that stays ahead is not news again.
     def stash(data: dict[str, Any]) -> None:
         if generation is not None and data.get("ahead_noticed_generation") == generation:
@@ -310,11 +313,6 @@ def _notice_ahead(root: Path, generation: Any) -> None:
 def _document(result: Outcome[Record]) -> dict[str, Any] | None:
     """The verb's `--json` document, or None when it failed before making a record."""
     return None if result.record is None else result.record.as_json()
-
-
-def remote_ahead(document: Any) -> bool:
-    """True only when `roam status --json` says so explicitly (verifiably ahead)."""
-    return isinstance(document, dict) and document.get("remote_ahead") is True
 
 
 def changed_count(document: Any) -> int:
