@@ -4,7 +4,8 @@ A fleet of two devices with history is rotated; then the old key opens nothing t
 holds but the tombstone, a device still on the old key gets the one-line message, and once
 it has the new key it pulls and pushes from the same generation. A rotation cut at any of
 its steps (in this process: an exception where the CLI test kills the process) is resumed by
-a rerun and converges on the same store.
+a rerun and converges on the same store; that test runs on S3 (moto server) too, where
+every step is a network request that a cut may fall between.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from roam_core.engine import reseal as reseal_module
 from roam_core.engine import rotate as rotate_module
 from roam_core.store.repository import Repository
 from support.keyaudit import audit, every_object
+
+pytest_plugins = ("support.s3_servers",)
 
 POINTS = ("rotate:packs", "rotate:blobs", "rotate:snapshot", "rotate:doomed", "rotate:head",
           "rotate:sweep")
@@ -44,8 +47,11 @@ def _arm(monkeypatch: pytest.MonkeyPatch, point: str | None) -> None:
 
 
 @pytest.fixture
-def fleet(tmp_path: Path) -> Iterator[tuple[Home, Home]]:
-    with stores("memory", tmp_path) as store:
+def fleet(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[Home, Home]]:
+    """Two devices with history on the in-memory store (or the test's `kind`, if it has one)."""
+    kind = request.node.callspec.params.get("kind", "memory") \
+        if hasattr(request.node, "callspec") else "memory"
+    with stores(kind, tmp_path, request) as store:
         runner = Runner()
         a, b = Home(tmp_path / "a", "a", store, runner), Home(tmp_path / "b", "b", store, runner)
         a.write("SOUL.md", "soul v1\n")
@@ -210,9 +216,11 @@ def test_rotation_refuses_an_object_kind_it_does_not_know(fleet: tuple[Home, Hom
         assert every_object(repo.backend) == held  # nothing was written
 
 
+@pytest.mark.parametrize("kind", ["memory", "s3"])
 @pytest.mark.parametrize("point", POINTS)
 def test_rotation_cut_at_each_step_resumes(fleet: tuple[Home, Home], tmp_path: Path,
-                                           point: str, monkeypatch: pytest.MonkeyPatch) -> None:
+                                           point: str, kind: str,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
     a, b = fleet
     before = _history(a, tmp_path / "before")
     _arm(monkeypatch, point)
