@@ -40,8 +40,8 @@ class HeldTrees:
     authenticated under its id when taken.
     """
 
-    def __init__(self, budget: int = HELD_TREE_BYTES) -> None:
-        self.budget = budget
+    def __init__(self, budget: int | None = None) -> None:
+        self.budget = HELD_TREE_BYTES if budget is None else budget
         self._trees: dict[str, tuple[BlobRef, bytes]] = {}
         self._size = 0
         self._lock = threading.Lock()
