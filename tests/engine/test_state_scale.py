@@ -91,8 +91,10 @@ def test_a_push_of_ten_changed_files_writes_kilobytes_of_state(
     written = _written(device, "push", "--quiet")
     to_store = _tree_bytes(store) - before
     local = written - to_store
-    # state.json and stat.json were ~1.9 MB and ~0.6 MB here, both rewritten by every push
-    assert local <= 512 * 1024, f"a push of 10 files wrote {local} bytes outside the store"
+    # state.json and stat.json were ~1.9 MB and ~0.6 MB here, both rewritten by every push;
+    # then ~380 KB with the tree note (cache/trees/reached.json) rewritten whole, ~210 KB
+    # since it grows by what changed
+    assert local <= 256 * 1024, f"a push of 10 files wrote {local} bytes outside the store"
     state = read_state(device.root)
     assert all(state["base"][rel]["size"] == (device.root / rel).stat().st_size
                for rel in made[::500])

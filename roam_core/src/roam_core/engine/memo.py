@@ -31,7 +31,7 @@ from roam_core.fs import write_atomic
 
 if TYPE_CHECKING:
     from roam_core.engine.session import Session
-    from roam_core.scope.model import ScopeModel
+    from roam_core.scope.model import FileStat, ScopeModel
 
 MEMO_FILE = "status.json"
 VERSION = 4
@@ -85,7 +85,7 @@ def recall(session: Session) -> tuple[LocalState, dict[str, list[Any]]] | None:
 
 
 def remember(session: Session, state: LocalState, signature: list[int] | None, started_ns: int,
-             folders: list[tuple[str, os.stat_result]], files: dict[str, list[int]],
+             folders: list[tuple[str, FileStat]], files: dict[str, list[int]],
              changes: dict[str, list[Any]]) -> None:
     """Record a full look that began at `started_ns` (wall clock, nanoseconds).
 

@@ -24,16 +24,20 @@ from roam_core.tiers.cron import is_jobs_file
 from roam_core.tiers.cron import projection as cron_projection
 
 if TYPE_CHECKING:
-    from roam_core.scope.model import ScopeModel
+    from roam_core.scope.model import FileStat, ScopeModel
 
 CACHE_DB = "stat.db"
 LEGACY_CACHE = "stat.json"
 READ_SIZE = 1024 * 1024
 
 
-@dataclass
+@dataclass(slots=True)
 class LocalFile:
-    """One shared file as it is in the home right now."""
+    """One shared file as it is in the home right now.
+
+    Slotted: a push or status holds one per shared file, and an instance dict would cost
+    more than the fields themselves (issue 22).
+    """
 
     rel: str
     location: str  # absolute path; `path` makes the `Path` only for files actually read
@@ -114,7 +118,7 @@ def projected_bytes(path: Path, rel: str, host_keys: Iterable[str] = (),
                              base=base).encode("utf-8")
 
 
-def stat_signature(st: os.stat_result) -> list[int]:
+def stat_signature(st: os.stat_result | FileStat) -> list[int]:
     """What says a file is unchanged without reading it: size, mtime, inode and ctime."""
     return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
 

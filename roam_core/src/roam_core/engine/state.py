@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import json
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from typing import Any
 from roam_core.engine import statedb
 from roam_core.errors import ConfigError, IntegrityError
 from roam_core.fs import ensure_private_dir, write_atomic
-from roam_core.store.manifest import Manifest, synced_mode
+from roam_core.store.manifest import Manifest
 
 STATE_FILE = statedb.STATE_DB
 FLOOR_FILE = "floor.json"
@@ -76,14 +77,20 @@ class LocalState:
     def set_base(self, manifest: Manifest) -> None:
         self._base = manifest
 
-    def base_digests(self) -> dict[str, tuple[str, int]]:
-        """Each base path → (sha256, synced mode), without making an entry per path."""
+    def iter_base_digests(self) -> Iterator[tuple[str, str, int]]:
+        """(path, sha256, mode) of each base path in path order, one at a time.
+
+        Straight from the rows, without an entry (or a table) per path: a status merges
+        them with the walk, which comes in the same order. SQLite orders text by its UTF-8
+        bytes, which is the order of Python's `str` comparison.
+        """
         if self._base is not None or self._dir is None:
-            return {rel: (entry.sha256, synced_mode(entry.mode))
-                    for rel, entry in self.base.items()}
+            for rel in sorted(self.base):
+                entry = self.base[rel]
+                yield rel, entry.sha256, entry.mode
+            return
         with self._reading() as conn:
-            return {rel: (sha, synced_mode(mode)) for rel, sha, mode in
-                    statedb.iter_digests(conn)}
+            yield from statedb.iter_digests(conn)
 
     def copy(self) -> LocalState:
         """A copy to change: its own small fields, the same (never mutated) base entries."""
@@ -100,6 +107,10 @@ class LocalState:
 
     def _reading(self) -> Any:
         return _Reading(self)
+
+
+class StateMoved(ConfigError):
+    """The state was saved again (by a push or pull) while this command was reading it."""
 
 
 class _Reading:
@@ -119,7 +130,7 @@ class _Reading:
                                   "again")
             self.conn.execute("BEGIN")
             if statedb.serial(self.conn) != self.state._serial:
-                raise ConfigError(f"{path} changed while roam was using it; run the command "
+                raise StateMoved(f"{path} changed while roam was using it; run the command "
                                   "again")
         except sqlite3.Error as error:
             self.__exit__()

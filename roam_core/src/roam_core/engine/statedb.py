@@ -157,8 +157,8 @@ def iter_base(conn: sqlite3.Connection) -> Iterator[FileEntry]:
 
 
 def iter_digests(conn: sqlite3.Connection) -> Iterator[tuple[str, str, int]]:
-    """(path, sha256, mode) of every stored path: what a status compares, nothing more."""
-    yield from conn.execute("SELECT path, sha256, mode FROM base")
+    """(path, sha256, mode) of every stored path in path order: what a status compares."""
+    yield from conn.execute("SELECT path, sha256, mode FROM base ORDER BY path")
 
 
 def write_changes(conn: sqlite3.Connection, meta: Mapping[str, str],

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from roam_core.engine import backups, inventory, memo
 from roam_core.engine import remote as remote_module
 from roam_core.engine.filemodes import carried_modes
-from roam_core.engine.scan import StatCache, fill_digests, list_shared
+from roam_core.engine.scan import LocalFile, StatCache, fill_digests, list_shared
 from roam_core.engine.session import Session
-from roam_core.engine.state import LocalState
+from roam_core.engine.state import LocalState, StateMoved
 from roam_core.errors import RoamError, describe
 from roam_core.scope.walk import SYMLINK, hidden_by
 from roam_core.store.manifest import over_limits, synced_mode
@@ -38,26 +39,21 @@ def local_changes(session: Session, state: LocalState | None = None, *,
     """
     started = time.time_ns()
     state = state or session.require_state()
-    # digests and modes straight from the state's rows: no FileEntry per path on this hot path
-    base = state.base_digests()
     scope = session.scope
     files = list_shared(scope, state.projections, modes=carried_modes(session, state))
     # as the walk saw them, before the inventory is set aside below
     seen = {rel: item.signature for rel, item in files.items()} if signature else {}
     cache = StatCache(session.state_dir / "cache")
-    fill_digests(files, cache, scope.host_keys)
+    fill_digests(files, cache, tuple(scope.host_keys))
     cache.save(files)
     # the plugin inventory is rewritten by every push from what is installed: not a change
     files.pop(inventory.INVENTORY, None)
-    base.pop(inventory.INVENTORY, None)
-    added = sorted(rel for rel in files if rel not in base)
-    changed = sorted(rel for rel, item in files.items()
-                     if rel in base and (item.sha256, synced_mode(item.mode)) != base[rel])
     unseen = set(state.unseen)  # hidden by rules until now: never here, so not removed
     skipped = sorted(scope.skipped)
     hidden = hidden_by(skipped)
-    removed = sorted(rel for rel in base if rel not in files and rel not in unseen
-                     and scope.classify(rel) is Scope.SHARED and not hidden(rel))
+    added, changed, removed = _compare(files, state.iter_base_digests())
+    removed = [rel for rel in removed if rel not in unseen
+               and scope.classify(rel) is Scope.SHARED and not hidden(rel)]
     # a path over the format's limits is not skipped (push refuses it), but said here first
     said = [*skipped, *over_limits(files)]
     changes: dict[str, list[Any]] = {"added": added, "changed": changed, "removed": removed,
@@ -66,6 +62,35 @@ def local_changes(session: Session, state: LocalState | None = None, *,
         memo.remember(session, state, signature, started, scope.folders,
                       seen, changes)
     return changes
+
+
+def _compare(files: dict[str, LocalFile], base: Iterable[tuple[str, str, int]]
+             ) -> tuple[list[str], list[str], list[str]]:
+    """(added, changed, gone) paths, sorted: the walk merged with the base rows in path order.
+
+    Both come sorted, so the base is never held whole (issue 22: a table of every base path
+    beside the walk's records was a quarter of a full status's memory).
+    """
+    names = sorted(files)
+    added: list[str] = []
+    changed: list[str] = []
+    gone: list[str] = []
+    at = 0
+    for rel, sha, mode in base:
+        if rel == inventory.INVENTORY:
+            continue
+        while at < len(names) and names[at] < rel:
+            added.append(names[at])
+            at += 1
+        if at < len(names) and names[at] == rel:
+            item = files[rel]
+            if item.sha256 != sha or synced_mode(item.mode) != synced_mode(mode):
+                changed.append(rel)
+            at += 1
+        else:
+            gone.append(rel)
+    added.extend(names[at:])
+    return added, changed, gone
 
 
 def _secret_warnings(session: Session, state: LocalState, changes: dict[str, list[Any]],
@@ -95,9 +120,16 @@ def status(session: Session) -> dict[str, Any]:
     if remembered is not None:  # nothing it depends on changed since the last full look
         state, changes = remembered
     else:
-        signature = memo.state_signature(session)
-        state = session.require_state()
-        changes = local_changes(session, state, signature=signature)
+        # the base is read after the walk: a push saving meanwhile makes the look start over
+        for attempt in range(2):
+            signature = memo.state_signature(session)
+            state = session.require_state()
+            try:
+                changes = local_changes(session, state, signature=signature)
+                break
+            except StateMoved:
+                if attempt:
+                    raise
     skipped = [{"path": str(rel), "reason": str(why)} for rel, why in changes.pop("skipped", [])]
     dirty = sum(len(paths) for paths in changes.values())
     report: dict[str, Any] = {

@@ -23,7 +23,7 @@ from roam_core.types import Scope
 
 if TYPE_CHECKING:
     from roam_core.scope.chain import Chain
-    from roam_core.scope.model import Entry
+    from roam_core.scope.model import Entry, FileStat
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -82,13 +82,13 @@ def _would_share(rules: Chain, name: str) -> bool:
 
 
 def walk_shared(root: Path, chain: Chain, skipped: list[tuple[str, str]],
-                folders: list[tuple[str, os.stat_result]] | None = None) -> list[Entry]:
+                folders: list[tuple[str, FileStat]] | None = None) -> list[Entry]:
     """Every shared regular file below `root` (unsorted), recording what was skipped.
 
     `folders`, when given, receives each folder listed (relative, no trailing slash) with
     its `lstat` taken before the listing.
     """
-    from roam_core.scope.model import Entry
+    from roam_core.scope.model import Entry, FileStat
 
     found: list[Entry] = []
     pending: list[tuple[str, str, Chain]] = [("", str(root), chain)]
@@ -96,7 +96,7 @@ def walk_shared(root: Path, chain: Chain, skipped: list[tuple[str, str]],
         prefix, folder, rules = pending.pop()
         try:
             if folders is not None:
-                folders.append((prefix[:-1], os.lstat(folder)))
+                folders.append((prefix[:-1], FileStat.of(os.lstat(folder))))
             with os.scandir(folder) as listing:
                 items = list(listing)
         except FileNotFoundError:
@@ -133,5 +133,5 @@ def walk_shared(root: Path, chain: Chain, skipped: list[tuple[str, str]],
             if not stat_module.S_ISREG(info.st_mode):
                 skipped.append((rel, special_kind(info.st_mode)))
                 continue
-            found.append(Entry(rel, item.path, info))
+            found.append(Entry(rel, item.path, FileStat.of(info)))
     return found

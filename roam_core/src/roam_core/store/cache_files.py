@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -11,26 +12,41 @@ from roam_core import boundedjson
 from roam_core.store.manifest import is_hex64
 
 
-def read_known(path: Path) -> dict[str, tuple[list[list[Any]], list[list[Any]]]]:
-    """The index cache: index id → (blob refs, tree refs).
+def read_known(path: Path) -> dict[str, tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]]:
+    """The index cache: index id → (blob refs, tree refs), each ref a tuple.
 
     A line is `[id, blobs]`, or `[id, blobs, trees]` for a tree pack; a damaged line is
-    dropped (that index is read again).
+    dropped (that index is read again). Read line by line, each ref kept as a tuple whose
+    pack key is one string per pack: at 100,000 files the parsed lists were the largest
+    part of a push's memory (issue 22).
     """
-    known: dict[str, tuple[list[list[Any]], list[list[Any]]]] = {}
+    known: dict[str, tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]] = {}
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open(encoding="utf-8") as handle:
+            for line in handle:
+                entry = _known_entry(line)
+                if entry is not None:
+                    known[entry[0]] = entry[1]
     except (OSError, ValueError):
-        return known
-    for line in text.splitlines():
-        try:
-            index_id, refs, *rest = boundedjson.loads(line, "index cache")
-        except (ValueError, TypeError):
-            continue
-        trees = rest[0] if len(rest) == 1 else None if rest else []
-        if is_hex64(index_id) and _refs(refs) and _refs(trees):
-            known[index_id] = (refs, trees)  # type: ignore[assignment]
+        pass  # what was read so far stands; the rest is read from the store again
     return known
+
+
+def _known_entry(line: str) -> tuple[str, tuple[list[tuple[Any, ...]],
+                                                list[tuple[Any, ...]]]] | None:
+    try:
+        index_id, refs, *rest = boundedjson.loads(line, "index cache")
+    except (ValueError, TypeError):
+        return None
+    trees = rest[0] if len(rest) == 1 else None if rest else []
+    if not (is_hex64(index_id) and _refs(refs) and _refs(trees)):
+        return None
+    return index_id, (_compact(refs), _compact(trees))  # type: ignore[arg-type]
+
+
+def _compact(refs: list[list[Any]]) -> list[tuple[Any, ...]]:
+    return [(ref[0], sys.intern(ref[1]) if isinstance(ref[1], str) else ref[1], ref[2], ref[3])
+            for ref in refs]
 
 
 def _refs(refs: object) -> bool:

@@ -20,7 +20,7 @@ from typing import Any
 from roam_core import crypto
 from roam_core.errors import ArchiveKeyError, IntegrityError, ObjectNotFound, UserError
 from roam_core.storage import Backend
-from roam_core.store import codec
+from roam_core.store import codec, reached
 from roam_core.store.cache_files import read_known, write_cache, write_known
 from roam_core.store.content import ContentSource, checked_content
 from roam_core.store.manifest import (
@@ -87,6 +87,9 @@ class Repository(TreeReads):
         self._places_lock = threading.Lock()
         #: Trees read with their tree pack's others, for the levels a load has still to read.
         self._held_trees = HeldTrees()
+        #: The index cache as read (and appended to) by this process: parsed once, however
+        #: many of the blob table, the tree places and the locations ask for it.
+        self._known_cache: dict[str, tuple[list[Any], list[Any]]] | None = None
 
     # -- HEAD ----------------------------------------------------------------------------
 
@@ -381,14 +384,14 @@ class Repository(TreeReads):
 
         A push from that same generation then knows which trees the store already holds
         without reading them all back (the store is append-only: they stay there), and
-        which folders it need not serialise again.
+        which folders it need not serialise again. The note grows by what changed
+        (`roam_core.store.reached`).
         """
         cache = self._cache_path("trees", REACHED_FILE)
         folders = self.folders.get(root_tree)
         if cache is None or folders is None:
             return
-        write_cache(cache, json.dumps({"snapshot": snapshot_id, "root": root_tree,
-                                        "folders": folders}).encode())
+        reached.remember(cache, snapshot_id, root_tree, folders)
 
     def recall_trees(self, snapshot_id: str) -> dict[str, str] | None:
         """The folder → tree map `remember_trees` noted for `snapshot_id`, if it did.
@@ -396,19 +399,10 @@ class Repository(TreeReads):
         Its trees are then known to be in the store (`seen_trees`).
         """
         cache = self._cache_path("trees", REACHED_FILE)
-        if cache is None:
+        found = None if cache is None else reached.recall(cache)
+        if found is None or found[0] != snapshot_id:
             return None
-        try:
-            data = json.loads(cache.read_bytes())
-            folders = data["folders"]
-            if data["snapshot"] != snapshot_id or not isinstance(folders, dict) \
-                    or folders.get("") != data["root"]:
-                return None
-            if not all(isinstance(path, str) and is_hex64(tree)
-                       for path, tree in folders.items()):
-                return None
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            return None
+        folders = found[2]
         self.seen_trees.update(folders.values())
         return folders
 
@@ -530,7 +524,7 @@ class Repository(TreeReads):
         """
         lost_packs = self.voided()[0]
         # the cache holds only what load_index checked: no per-field conversion here
-        return {ref[0]: tuple(ref) for refs in self.indexes().values()
+        return {ref[0]: ref for refs in self.indexes().values()
                 for ref in refs if ref[1] not in lost_packs}
 
     def indexes(self) -> dict[str, list[list[Any]]]:
@@ -552,7 +546,10 @@ class Repository(TreeReads):
         instead of raised: one damaged index of a data pack must not hide every tree.
         """
         cache = self._cache_path("indexes", KNOWN_FILE)
-        known = read_known(cache) if cache is not None else {}
+        with self._known_lock:
+            if self._known_cache is None:
+                self._known_cache = read_known(cache) if cache is not None else {}
+            known = dict(self._known_cache)
         void_indexes = self.voided()[1]
         listed = {key.rpartition("/")[2] for key in self.backend.list("index/")} - void_indexes
         # only what this store lists counts: a cache kept from another store (the same home
@@ -563,12 +560,16 @@ class Repository(TreeReads):
         with ParallelReads(read_workers(self.backend)) as reads:
             loaded = reads.map(self._tolerant_index if tolerant else self._index_or_foreign,
                                missing)
-        added = {index_id: ([list(ref) for ref in found[0]], [list(ref) for ref in found[1]])
+        added = {index_id: (list(found[0]), list(found[1]))
                  for index_id, found in zip(missing, loaded, strict=True) if found is not None}
         known.update(added)
-        if cache is not None and (stale or added):
-            lines = (known if stale else added).items()
-            with self._known_lock:
+        with self._known_lock:
+            if stale or self._known_cache is None:
+                self._known_cache = dict(known)
+            else:
+                self._known_cache.update(added)
+            if cache is not None and (stale or added):
+                lines = (known if stale else added).items()
                 write_known(cache, [_known_line(index_id, blobs, trees)
                                     for index_id, (blobs, trees) in lines], append=not stale)
         return known
@@ -677,6 +678,9 @@ class Repository(TreeReads):
                                [list(ref) for ref in trees])
             with self._known_lock:  # packs are stored by two threads at once
                 write_known(cache, [line], append=True)
+        with self._known_lock:
+            if self._known_cache is not None:
+                self._known_cache[index_id] = (list(refs), list(trees))
         with self._places_lock:
             if self._tree_places is not None:
                 for ref in trees:
