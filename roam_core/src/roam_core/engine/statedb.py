@@ -147,7 +147,7 @@ def row_entry(row: tuple[Any, ...]) -> FileEntry:
     if not (isinstance(size, int) and isinstance(mode, int) and size >= 0
             and not mode & ~0o777 and is_hex64(sha256) and isinstance(scope, str)):
         raise IntegrityError(f"integrity error: state.db has a malformed entry for {path!r}")
-    return FileEntry(path, size, mode, sha256, scope, refs)
+    return FileEntry(path, size, mode, sha256, sys.intern(scope), refs)
 
 
 def iter_base(conn: sqlite3.Connection) -> Iterator[FileEntry]:

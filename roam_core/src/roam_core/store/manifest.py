@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from roam_core.errors import IntegrityError
@@ -31,7 +32,6 @@ def synced_mode(mode: int) -> int:
     return 0o755 if mode & 0o100 else 0o644
 #: folders a path may pass through: a tree nests at most this deep below the root tree
 MAX_FOLDERS = 64
-_JSON_KEYS = {"size", "mode", "sha256", "scope", "blobs"}
 
 
 def over_limits(paths: Iterable[str]) -> list[tuple[str, str]]:
@@ -53,9 +53,14 @@ def over_limits(paths: Iterable[str]) -> list[tuple[str, str]]:
     return sorted(found.items())
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FileEntry:
-    """One file of a generation."""
+    """One file of a generation.
+
+    Slotted and without the JSON it was read from (once kept to rewrite state.json fast):
+    a push holds one per path of the base and of the new generation, a pull one per path
+    of the remote, so every field is paid 100,000 times (issue 22).
+    """
 
     path: str
     size: int
@@ -63,47 +68,31 @@ class FileEntry:
     sha256: str
     scope: str
     blobs: tuple[BlobRef, ...]
-    #: the JSON form this entry was read from, when it is exactly what `as_json` would give
-    #: (state.json holds 20,000 of them; a push rewrites them unchanged)
-    _json: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     def same_content(self, other: FileEntry | None) -> bool:
         return other is not None and other.sha256 == self.sha256 \
             and synced_mode(other.mode) == synced_mode(self.mode)
 
     def as_json(self) -> dict[str, Any]:
-        """The entry as JSON; shared with the entry it was read from: never mutate it."""
-        if self._json is not None:
-            return self._json
+        """The entry as JSON."""
         return {"size": self.size, "mode": self.mode, "sha256": self.sha256, "scope": self.scope,
                 "blobs": [list(ref) for ref in self.blobs]}
 
     @classmethod
     def from_json(cls, path: str, data: Mapping[str, Any], what: str) -> FileEntry:
         try:
-            blobs = tuple((str(b[0]), str(b[1]), int(b[2]), int(b[3])) for b in data["blobs"])
+            # pack keys and scopes repeat across thousands of entries: one string each
+            blobs = tuple((str(b[0]), sys.intern(str(b[1])), int(b[2]), int(b[3]))
+                          for b in data["blobs"])
             entry = cls(path, int(data["size"]), int(data["mode"]), str(data["sha256"]),
-                        str(data.get("scope", "shared")), blobs)
+                        sys.intern(str(data.get("scope", "shared"))), blobs)
         except (KeyError, TypeError, ValueError, IndexError, OverflowError):  # int(inf)
             raise IntegrityError(f"integrity error: {what} has a malformed entry") from None
         if entry.size < 0 or not is_hex64(entry.sha256) or entry.mode & ~0o777:
             raise IntegrityError(f"integrity error: {what} has a malformed entry for {path!r}")
         if any(ref[2] < 0 or ref[3] < 0 for ref in blobs):
             raise IntegrityError(f"integrity error: {what} has a malformed blob reference")
-        if _exact(data):
-            object.__setattr__(entry, "_json", data)  # as_json would rebuild exactly this
         return entry
-
-
-def _exact(data: Mapping[str, Any]) -> bool:
-    """Whether `data` (already validated) is exactly what `as_json` would give back."""
-    return (type(data) is dict and data.keys() == _JSON_KEYS
-            and type(data["size"]) is int and type(data["mode"]) is int
-            and type(data["sha256"]) is str and type(data["scope"]) is str
-            and type(data["blobs"]) is list
-            and all(type(ref) is list and len(ref) == 4 and type(ref[0]) is str
-                    and type(ref[1]) is str and type(ref[2]) is int and type(ref[3]) is int
-                    for ref in data["blobs"]))
 
 
 Manifest = dict[str, FileEntry]
