@@ -9,9 +9,9 @@ pushes are in flight: the pushers stop only once a sweep of their round has dele
 event, not a count, so a fast or a slow machine races the same way). After every round
 `roam check --read-data` is clean and every kept generation reads back whole. Every other
 push packs a slowly changing file beside the fresh one, so once forgotten its pack is half
-garbage: prunes repack such packs while pushes run (the pushers also wait for a repack). On git (a real
-bare remote over file://) a deletion is a parentless commit pushed under the branch's lease
-while the pushers' commits race it.
+garbage: prunes repack such packs while pushes run (the pushers also wait for a repack). On
+git (a real bare remote over file://) a deletion is a parentless commit pushed under the
+branch's lease while the pushers' commits race it.
 """
 
 from __future__ import annotations
