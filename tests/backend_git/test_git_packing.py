@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from roam_backend_git.backend import GitBackend
+from roam_core.store.uploads import Uploads
 from support.git_remotes import bare_repo, file_url
 
 Opener = Callable[..., GitBackend]
@@ -117,3 +118,20 @@ def test_concurrent_ranged_reads_of_one_object_read_the_mirror_once(
         parts = list(pool.map(ranged, range(threads)))
     assert b"".join(parts) == data
     assert len(reads) == 1, f"{len(reads)} reads of one object for {threads} ranged reads"
+
+
+def test_packs_are_sealed_and_staged_on_both_cores(tmp_path: Path, open_backend: Opener) -> None:
+    """On git a push's packing jobs (seal, then `put_new` into the mirror) run two at once.
+
+    git publishes in one transfer, but sealing a pack and `hash-object` are CPU work: run one
+    at a time, a first push of the large home used one core of two.
+    """
+    backend = open_backend(file_url(bare_repo(tmp_path / "remote")))
+    uploads = Uploads(backend)
+    both = threading.Barrier(2, timeout=20)  # a lone job waits here in vain
+    try:
+        uploads.run(both.wait, 1)
+        uploads.run(both.wait, 1)
+        uploads.wait()
+    finally:
+        uploads.close()

@@ -34,10 +34,12 @@ def workers_for(backend: Backend) -> int:
 
     Remote calls wait on the network; local ones on `fsync`, which the file system batches
     when several run together (a first push writes thousands of small trees: 8 workers beat
-    4 on a 2-core machine); a batched backend publishes in one transfer anyway.
+    4 on a 2-core machine). A batched backend publishes in one transfer anyway, but staging
+    is CPU work (git hashes each object into its mirror), and a pack is sealed in the worker
+    that stores it: two at once use both cores.
     """
     if backend.capabilities.batched_publish:
-        return 1
+        return 2
     return 8
 
 
