@@ -25,13 +25,15 @@ def test_a_note_appends_what_changed_and_replays_to_the_last_generation(tmp_path
     note = tmp_path / "reached.json"
     first = _folders(500)
     reached.remember(note, _tree(1), first[""], first)
-    whole = note.stat().st_size
+    before = note.read_bytes()
     second = _folders(500, changed=3)
     del second["skills/s499"]
     reached.remember(note, _tree(2), second[""], second)
-    grown = note.stat().st_size - whole
-    # three folders and the root changed, one gone: a line of a few hundred bytes
-    assert grown < 1024 < whole, (grown, whole)
+    after = note.read_bytes()
+    # appended, never rewritten: three folders and the root changed, one gone, a line of a
+    # few hundred bytes after the first map left as it was
+    assert after.startswith(before)
+    assert len(after) - len(before) < 1024 < len(before), (len(after), len(before))
     assert reached.recall(note) == (_tree(2), second[""], second)
 
 
