@@ -131,7 +131,8 @@ def check_every_version(run: FleetRun, auditor: Home) -> None:
     """P1: every generation is in the store as pushed, every version comes back byte-exact."""
     repo = repository(run)
     stored = generations(repo)
-    assert sorted(stored) == sorted(run.fleet.versions), "P1: generations are missing"
+    assert sorted(stored) == sorted(run.fleet.versions), \
+        f"P1: generations are missing: store {sorted(stored)}, model {sorted(run.fleet.versions)}"
     first_seen: dict[tuple[str, bytes], tuple[int, Any]] = {}
     for generation, files in sorted(run.fleet.versions.items()):
         manifest = manifest_of(repo, stored[generation][1])

@@ -91,32 +91,36 @@ ROTATING_STEPS = int(os.environ.get("ROAM_ROTATING_STEPS") or 120)
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("kind", ["memory", "local", "s3"])
+@pytest.mark.parametrize("kind", ["memory", "local", "git", "s3"])
 def test_rotating_campaign(kind: str, request: pytest.FixtureRequest) -> None:
     """`roam key rotate` steps between the others."""
     from campaign.rotating import RotatingCampaign, play_rotating
 
+    steps = min(ROTATING_STEPS, GIT_STEPS) if kind == "git" else ROTATING_STEPS
     campaign, seed = _played(kind, request, "rotating", RotatingCampaign, play_rotating,
-                             ROTATING_STEPS, "ROAM_ROTATING_STEPS")
-    print(f"rotating campaign {kind}: seed {seed}, {ROTATING_STEPS} steps, generation "
+                             steps, "ROAM_ROTATING_STEPS")
+    print(f"rotating campaign {kind}: seed {seed}, {steps} steps, generation "
           f"{campaign.fleet.head}, {len(campaign.old_keys)} rotation(s)")
 
 
 PRUNING_STEPS = int(os.environ.get("ROAM_PRUNING_STEPS") or 200)
+#: git runs a process's worth of plumbing per step: fewer steps, the same kinds of steps
+GIT_STEPS = int(os.environ.get("ROAM_GIT_CAMPAIGN_STEPS") or 80)
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize("kind", ["memory", "local", "s3"])
+@pytest.mark.parametrize("kind", ["memory", "local", "git", "s3"])
 def test_pruning_campaign(kind: str, request: pytest.FixtureRequest) -> None:
     """`roam forget` (random policy) and `roam prune --apply` steps between the others."""
     from campaign.pruning import PruningCampaign, play_pruning
 
     started = time.monotonic()
+    steps = min(PRUNING_STEPS, GIT_STEPS) if kind == "git" else PRUNING_STEPS
     campaign, seed = _played(kind, request, "pruning", PruningCampaign, play_pruning,
-                             PRUNING_STEPS, "ROAM_PRUNING_STEPS")
+                             steps, "ROAM_PRUNING_STEPS")
     assert campaign.forgotten and campaign.prunes, ("the run forgot or pruned nothing",
                                                     campaign.log[-30:])
-    print(f"pruning campaign {kind}: seed {seed}, {PRUNING_STEPS} steps, generation "
+    print(f"pruning campaign {kind}: seed {seed}, {steps} steps, generation "
           f"{campaign.fleet.head}, {campaign.forgotten} forgotten, {campaign.prunes} prune(s), "
           f"{time.monotonic() - started:.1f}s")

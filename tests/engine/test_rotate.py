@@ -259,7 +259,8 @@ def test_an_old_key_push_while_rotation_was_cut_is_kept(fleet: tuple[Home, Home]
     assert history[3]["skills/late/SKILL.md"] == b"pushed under the old key mid-rotation\n"
 
 
-def test_rotation_pauses_before_the_deadline_and_resumes(fleet: tuple[Home, Home],
+@pytest.mark.parametrize("kind", ["memory", "git"])
+def test_rotation_pauses_before_the_deadline_and_resumes(kind: str, fleet: tuple[Home, Home],
                                                          tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     a, _b = fleet
@@ -277,6 +278,8 @@ def test_rotation_pauses_before_the_deadline_and_resumes(fleet: tuple[Home, Home
     code, out, _err = _rotate(a, new)
     assert code == 75, out
     assert "rotation paused" in out
+    # what the paused run re-sealed is in the store (on git the lease's release is the ref
+    # swap that publishes it), so the next run continues instead of starting over
     runs = 1
     while code == 75 and runs < 20:
         calls[0] = 0

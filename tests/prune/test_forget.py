@@ -1,14 +1,16 @@
 """Issue 23: `roam forget` — plan first, `--apply` records; merge bases and HEAD stay.
 
-Two devices push seven generations on the local backend. A forget by policy plans without
-writing anything, then records an authenticated forget record; history steps over the
-forgotten generations, restore names who forgot one and under which policy, check stays clean.
+Two devices push seven generations on the local backend (and on git, where the record
+travels with a ref swap). A forget by policy plans without writing anything, then records an
+authenticated forget record; history steps over the forgotten generations, restore names
+who forgot one and under which policy, check stays clean.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from campaign.harness import Home, Runner, stores
 
 pytest_plugins = ("support.s3_servers",)
@@ -40,8 +42,10 @@ def _numbers(home: Home) -> list[int]:
     return [row["generation"] for row in result.json()]
 
 
-def test_forget_plans_then_records_and_keeps_merge_bases(tmp_path: Path) -> None:
-    with stores("local", tmp_path) as store:
+@pytest.mark.parametrize("kind", ["local", "git"])
+def test_forget_plans_then_records_and_keeps_merge_bases(kind: str, tmp_path: Path) -> None:
+    # git publishes a put object only with a ref swap: the record must reach the laptop too
+    with stores(kind, tmp_path) as store:
         desk, laptop = _fleet(tmp_path, store)
         plan = desk.roam("forget", "--keep-last", "1", "--json")
         assert plan.code == 0, plan.err

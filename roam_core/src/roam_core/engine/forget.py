@@ -17,6 +17,7 @@ from roam_core.engine import retention
 from roam_core.engine import roster as roster_module
 from roam_core.engine.history import generations
 from roam_core.engine.push import now_iso
+from roam_core.engine.republish import publish_staged
 from roam_core.engine.session import Session
 from roam_core.errors import UserError
 from roam_core.store.forgets import write_forget
@@ -84,5 +85,6 @@ def forget(session: Session, policy: retention.Policy, *, apply: bool) -> Forget
     if apply and dropped:
         plan.record = write_forget(session.repo, state.device, state.id, now_iso(),
                                    plan.policy, dropped)
+        publish_staged(session.repo, "forget")  # git: the record travels with a ref swap
         plan.applied = True
     return plan

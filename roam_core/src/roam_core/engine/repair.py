@@ -27,11 +27,11 @@ from typing import BinaryIO
 
 from roam_core import crypto
 from roam_core.engine.check import Checker, CheckReport
-from roam_core.engine.republish import republish_head
+from roam_core.engine.republish import publish_staged, republish_head
 from roam_core.engine.rewrite import republish_generation
 from roam_core.engine.session import Session
 from roam_core.engine.state import LocalState
-from roam_core.errors import ConflictError, IntegrityError, ObjectExists, RefConflict
+from roam_core.errors import IntegrityError, ObjectExists
 from roam_core.store import codec
 from roam_core.store.packer import Packer
 from roam_core.store.presence import PackPresence
@@ -95,34 +95,12 @@ def repair(session: Session, *, read_data: bool = False) -> RepairReport:
         checker.repo.write_void(lost, checker.bad_indexes)
         result.voided_packs = len(lost)
     if result.objects:
-        _publish(checker.repo)
+        publish_staged(checker.repo, "repair")
     if checker.head_unreadable:
         result.republished = republish_generation(session, Repository(
             session.backend, session.keys, None, max_file_size=session.max_file_size), state)
     result.remaining = Checker(session, read_data=read_data).run()
     return result
-
-
-def _publish(repo: Repository) -> None:
-    """Make what the repair wrote durable and visible to every device.
-
-    A batched backend (git) sends objects with the next ref swap only: HEAD is sealed again,
-    unchanged in what it says, so the objects travel; a device that pushed meanwhile wins
-    the swap, and the objects stay staged for the next try.
-    """
-    repo.backend.flush()
-    if not repo.backend.capabilities.batched_publish:
-        return
-    for _attempt in range(3):
-        head = repo.read_head()
-        if head is None:
-            return
-        try:
-            repo.write_head(head, head.version)
-            return
-        except RefConflict:
-            continue
-    raise ConflictError("the remote head kept moving during the repair; run it again")
 
 
 def _restore_objects(session: Session, checker: Checker, state: LocalState,

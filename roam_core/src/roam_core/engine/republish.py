@@ -11,9 +11,31 @@ from __future__ import annotations
 
 from roam_core.engine.session import Session
 from roam_core.engine.state import RECOVERY_DOC, LocalState, load_floor
-from roam_core.errors import ArchiveKeyError, IntegrityError, RefConflict, UserError
+from roam_core.errors import ArchiveKeyError, ConflictError, IntegrityError, RefConflict, UserError
 from roam_core.store.objects import HEAD_REF, Head, Snapshot
 from roam_core.store.repository import Repository
+
+
+def publish_staged(repo: Repository, what: str) -> None:
+    """Make the objects `what` (repair, forget) wrote durable and visible to every device.
+
+    A batched backend (git) sends objects with the next ref swap only: HEAD is sealed again,
+    unchanged in what it says, so the objects travel; a device that pushed meanwhile wins
+    the swap, and the objects stay staged for the next try.
+    """
+    repo.backend.flush()
+    if not repo.backend.capabilities.batched_publish:
+        return
+    for _attempt in range(3):
+        head = repo.read_head()
+        if head is None:
+            return
+        try:
+            repo.write_head(head, head.version)
+            return
+        except RefConflict:
+            continue
+    raise ConflictError(f"the remote head kept moving during the {what}; run it again")
 
 
 def head_needs_repair(repo: Repository, state: LocalState, floor: int) -> bool:
