@@ -27,6 +27,8 @@ pytest_plugins = ("support.s3_servers",)
 #: One way, per direction: small enough to keep the test quick, large enough that requests
 #: sent together overlap and requests sent one after another do not.
 ONE_WAY = 0.004
+#: One way for the incremental push, whose waves count requests sent together.
+SLOW_ONE_WAY = 0.04
 #: Skill folders (each with a nested folder), so a home of about 2 × SKILLS trees.
 SKILLS = 36
 #: Files big enough that the test's small packs hold about one each.
@@ -140,15 +142,27 @@ def test_first_push_pull_status_and_incremental_push_count_requests(
     desk.write("memories/MEMORY.md", "first\n§\nsecond\n")
     desk.write("skills/group1/skill5/SKILL.md", "# changed\n")
     proxy.reset()
+    # a longer round trip here: whether two requests overlap must not hang on a few
+    # milliseconds of a busy machine's scheduling
+    proxy.one_way = SLOW_ONE_WAY
     assert desk.roam("push").code == 0
+    proxy.one_way = ONE_WAY
     incremental = proxy.requests()
     # the indexes this device wrote itself are known: none is read back; nor any tree
     assert _count(incremental, "GET", "index") == 0
     assert _count(incremental, "GET", "packs") <= 1  # the base tree pack's presence probe
-    # a data pack and a tree pack with their indexes, the snapshot, HEAD, the lease, a few
-    # lists and one presence probe
+    # nor the snapshot it wrote itself, nor the index listing twice (once for its blobs,
+    # once for its trees)
+    assert _count(incremental, "GET", "snapshots") == 0
+    assert len([r for r in incremental if _kind(r) == "list" and "index" in r.target]) == 1
+    # a data pack and a tree pack with their indexes, the snapshot, HEAD, the lease, the
+    # index and void listings and one presence probe
     assert _count(incremental, "PUT", "packs") == 2
-    assert len(incremental) <= 14, [(r.method, r.target) for r in incremental]
+    assert len(incremental) <= 11, [(r.method, r.target) for r in incremental]
+    # waited for one after another: HEAD with the reads that do not need it; the probe;
+    # both packs at once, then both indexes; the snapshot; HEAD
+    assert summarize(incremental).waves <= 6, [(r.method, _kind(r), round(r.started, 3),
+                                                round(r.ended or 0, 3)) for r in incremental]
 
 
 def test_a_whole_pack_is_one_put_and_a_large_create_once_write_never_looks_first(
@@ -187,3 +201,15 @@ def test_check_read_data_reads_blobs_per_pack_span(fleet: tuple[Home, Home],
     checked = desk.roam("check", "--read-data")
     assert checked.code == 0, checked.out + checked.err
     assert _count(proxy.requests(), "GET", "packs") <= 2 * packs
+
+
+def test_a_status_on_s3_imports_botocore_only(fleet: tuple[Home, Home]) -> None:
+    """boto3 and its transfer manager cost more to import than the one HEAD read a status
+    makes; roam needs only botocore's client."""
+    desk, _laptop = fleet
+    status = desk.run("status", env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert status.returncode == 0, status.stderr[-2000:]
+    imported = {line.rpartition("|")[2].strip() for line in status.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert "botocore.client" in imported  # the measurement does see the backend's imports
+    assert not {name for name in imported if name.split(".")[0] in ("boto3", "s3transfer")}

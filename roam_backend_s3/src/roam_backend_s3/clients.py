@@ -1,4 +1,4 @@
-"""boto3 clients whose timeouts and retries fit the running operation's deadline.
+"""S3 clients (botocore) whose timeouts and retries fit the running operation's deadline.
 
 botocore fixes timeouts per client, so the pool keeps one client with the normal settings
 and, when an operation's remaining budget is shorter than one call could take, hands out a
@@ -95,23 +95,20 @@ class ClientPool:
     """Thread-safe source of S3 clients for one backend instance."""
 
     def __init__(self, settings: S3Settings, credentials: Credentials | None) -> None:
-        import boto3.session
+        # botocore's session directly, not boto3's wrapper around it: boto3 adds only
+        # resources and the transfer manager (s3transfer), which roam never uses and whose
+        # imports cost more than botocore's own (most of a `roam status` on S3)
         import botocore.session
 
         self.settings = settings
         core = botocore.session.get_session()
         core.register_component("data_loader", _shared_loader())
-        if credentials is None:
-            self._session = boto3.session.Session(botocore_session=core,
-                                                  region_name=settings.region)
-        else:
-            self._session = boto3.session.Session(
-                botocore_session=core,
-                aws_access_key_id=credentials.access_key_id,
-                aws_secret_access_key=credentials.secret_access_key,
-                aws_session_token=credentials.session_token,
-                region_name=settings.region,
-            )
+        if credentials is not None:
+            core.set_credentials(credentials.access_key_id, credentials.secret_access_key,
+                                 credentials.session_token)
+        if settings.region is not None:
+            core.set_config_variable("region", settings.region)
+        self._session = core
         self._lock = threading.Lock()
         self._cache: dict[Timeouts, Any] = {}
 
@@ -144,9 +141,10 @@ class ClientPool:
         with self._lock:
             client = self._cache.get(timeouts)
             if client is None:
-                # boto3 sessions are not thread-safe; creating clients under the lock is.
-                client = self._session.client("s3", endpoint_url=self.settings.endpoint_url,
-                                              config=self._config(timeouts))
+                # botocore sessions are not thread-safe; creating clients under the lock is.
+                client = self._session.create_client(
+                    "s3", endpoint_url=self.settings.endpoint_url,
+                    config=self._config(timeouts))
                 _send_bodies_at_once(client)
                 self._cache[timeouts] = client
                 if len(self._cache) > _CACHE_SIZE:

@@ -20,6 +20,7 @@ from roam_core.engine import roster as roster_module
 from roam_core.engine.filemodes import home_files
 from roam_core.engine.journal import kill_point
 from roam_core.engine.progress import ProgressSink
+from roam_core.engine.push_reads import PushReads
 from roam_core.engine.scan import (
     LocalFile,
     StatCache,
@@ -111,6 +112,19 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
     """
     started = time.monotonic()
     state = session.require_state()
+    # the reads that do not need HEAD travel beside it (a dry run uploads nothing: it
+    # reads them only if it gets that far, as before)
+    reads = PushReads(session.repo, eager=not dry_run)
+    try:
+        return _push(session, state, reads, started, force=force, dry_run=dry_run,
+                     progress=progress, confirm=confirm)
+    finally:
+        reads.close()
+
+
+def _push(session: Session, state: LocalState, reads: PushReads, started: float, *,
+          force: bool, dry_run: bool, progress: ProgressSink | None,
+          confirm: force_guard.Confirm | None) -> PushResult:
     view = remote_module.require_remote(session, state)
     rekeyed.adopt(session, state, view)  # after a key rotation: the base's new blob names
     behind = view.head.generation != state.generation
@@ -125,6 +139,8 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
             base_folders = session.repo.recall_trees(view.head.snapshot)
         if base_folders is None:
             view.read_trees()
+    present = PackPresence(session.backend)
+    reads.probe_trees(base_folders, present)
     reference = view.manifest if behind else base
     scope = session.scope
     host_keys = scope.host_keys
@@ -225,7 +241,7 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
         force_guard.check(state, result.removed, total, session.settings, confirm)
 
     session.deadline.size_to(result.bytes_changed, len(to_send))
-    known = session.repo.known_blobs()
+    known = reads.known_blobs()
     # never a base ref into a pack found lost (voided): this device would upload the blob
     # once more beside the copy a repair or another push stored
     voided = session.repo.voided()[0]
@@ -236,7 +252,7 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
                 known.setdefault(ref[0], ref)
     # a pack a prune marked may be deleted once its grace period has passed: never rely on it
     # (docs/decisions.md, "Prune and concurrent pushes")
-    marked = lease_module.marked_keys(session.repo)
+    marked = reads.marked()
     if marked:
         known = {blob: ref for blob, ref in known.items() if ref[1] not in marked}
         # a repacked blob is indexed in its new pack too: that copy is safe to rely on
@@ -245,7 +261,6 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
                 if ref[1] not in marked and ref[1] not in voided:
                     known.setdefault(ref[0], tuple(ref))
         session.repo.avoid = marked  # nor on a marked tree of the same content
-    present = PackPresence(session.backend)
     packer = Packer(session.repo, known, present=present)
     # a known tree counts only while its tree pack is stored and not marked, as a blob
     tree_present = (lambda pack: pack not in marked and present(pack)) if marked else present
@@ -264,19 +279,20 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
             cache.remember(item, sha)
         if progress is not None:
             progress.advance(size, files=1)
-    packer.finish()
+    # every new blob's place is known once its pack is sealed: the trees go up beside the
+    # packs still travelling, and only the snapshot waits for both
+    packer.seal_all()
     if packer.lost_packs:
         # the next push must not count on the lost packs' blobs either
         session.repo.write_void(packer.lost_packs, set())
-    kill_point("push:packs")
     for rel, (sha, size, blob_ids, mode) in pending.items():
         manifest[rel] = FileEntry(rel, size, synced_mode(mode), sha, "shared",
                                   packer.refs(blob_ids))
-    result.uploaded_bytes = packer.uploaded_bytes
     projections = {item.rel: item.projection(host_keys).decode()
                    for item in files.values() if item.is_config}
+    reads.settle()
     _publish(session, state, view, manifest, result, projections, base, base_folders, started,
-             tree_present)
+             tree_present, packer)
     cache.save(files)
     return result
 
@@ -430,10 +446,15 @@ def _needs(repo: Repository, manifest: Manifest, root: str, snapshot_id: str
 def _publish(session: Session, state: LocalState, view: remote_module.RemoteView,
              manifest: Manifest, result: PushResult, projections: dict[str, str],
              base: Manifest, base_folders: dict[str, str] | None, started: float,
-             present: Callable[[str], bool]) -> None:
+             present: Callable[[str], bool], packer: Packer) -> None:
     repo = session.repo
-    # like a blob, a known tree counts only while its tree pack is still stored
-    root = repo.write_manifest(manifest, base, base_folders, present=present)
+    try:
+        # like a blob, a known tree counts only while its tree pack is still stored
+        root = repo.write_manifest(manifest, base, base_folders, present=present)
+    finally:
+        packer.finish()  # the data packs and their indexes, stored beside the trees
+    result.uploaded_bytes = packer.uploaded_bytes
+    kill_point("push:packs")
     kill_point("push:trees")
     generation = view.head.generation + 1
     roster = roster_module.with_row(view.snapshot.roster, state.id, state.device, {

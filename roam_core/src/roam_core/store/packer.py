@@ -65,6 +65,10 @@ class Packer:
         self._uploads = Uploads(repo.backend, workers if workers is not None
                                 else min(PACK_WORKERS, workers_for(repo.backend)))
         self._lock = threading.Lock()
+        #: Packs handed to a worker and not yet sealed (their names unknown until then).
+        self._sealing = 0
+        self._sealed = threading.Condition(self._lock)
+        self._seal_failed = False
         self.uploaded_bytes = 0
         self.new_blobs = 0
 
@@ -122,12 +126,37 @@ class Packer:
             return
         blobs, size = self._raw, self._raw_bytes
         self._raw, self._raw_bytes = [], 0
+        with self._lock:
+            self._sealing += 1
         # compressing and sealing run in the upload workers, beside the main thread's reading
         # and hashing: a first push uses both cores
         self._uploads.run(lambda: self._pack(blobs), size)
 
     def _pack(self, blobs: list[tuple[str, bytes]]) -> None:
         """Seal `blobs` into one pack, store it, then its index (never the other way)."""
+        try:
+            data, refs = self._seal(blobs)
+        except BaseException:
+            with self._lock:
+                self._seal_failed = True
+            raise
+        finally:
+            with self._lock:
+                self._sealing -= 1
+                self._sealed.notify_all()
+        pack = refs[0][1]
+        put_once(self.repo.backend, pack, data)
+        # the index names blobs as present, so it is written only once its pack is stored
+        # for good
+        self.repo.backend.flush()
+        self.repo.write_index(pack, refs)
+        with self._lock:
+            self.uploaded_bytes += len(data)
+        del data
+        release_free_memory()
+
+    def _seal(self, blobs: list[tuple[str, bytes]]) -> tuple[bytes, list[BlobRef]]:
+        """The pack's bytes and where each blob sits in it; the places are noted at once."""
         pieces: list[bytes] = []
         offsets: list[tuple[str, int, int]] = []
         offset = 0
@@ -144,19 +173,27 @@ class Packer:
         pieces.clear()
         pack = pack_key(hashlib.sha256(data).hexdigest())
         refs = [(blob_id, pack, offset, length) for blob_id, offset, length in offsets]
-        put_once(self.repo.backend, pack, data)
-        # the index names blobs as present, so it is written only once its pack is stored
-        # for good
-        self.repo.backend.flush()
-        self.repo.write_index(pack, refs)
         with self._lock:
             self.locations.update({ref[0]: ref for ref in refs})
-            self.uploaded_bytes += len(data)
-        del data
-        release_free_memory()
+        return data, refs
+
+    def seal_all(self) -> None:
+        """Seal what is buffered and wait until every new blob's place is known.
+
+        A pack is named by its sealed bytes, so `refs` answers once it is sealed, while it
+        may still be on its way to the store: the trees that name it can go up beside it.
+        Only what references the trees (the snapshot) waits for `finish`.
+        """
+        self._flush()
+        with self._sealed:
+            while self._sealing:
+                self._sealed.wait()
+            failed = self._seal_failed
+        if failed:
+            self.finish()  # raises the worker's error
 
     def refs(self, blob_ids: tuple[str, ...]) -> tuple[BlobRef, ...]:
-        """Where each blob lives, once `finish` has returned."""
+        """Where each blob lives, once `seal_all` (or `finish`) has returned."""
         return tuple(self.known.get(b) or self.locations[b] for b in blob_ids)
 
     def finish(self) -> dict[str, BlobRef]:

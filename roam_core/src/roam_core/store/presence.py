@@ -10,8 +10,10 @@ trip).
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 
 from roam_core.storage import Backend
+from roam_core.store.parallel import ParallelReads, read_workers
 
 #: Packs probed one by one before a single listing of every pack is cheaper.
 PROBES = 2
@@ -41,3 +43,23 @@ class PackPresence:
             if found:
                 self._confirmed.add(pack)
             return found
+
+    def confirm(self, packs: Iterable[str]) -> None:
+        """Ask about several packs at once: probes sent together, or the one listing.
+
+        Within the probe budget the probes go in parallel (one round trip, not one each);
+        beyond it the listing answers for all. Answers are kept for `__call__`.
+        """
+        with self._lock:
+            wanted = sorted(set(packs) - self._confirmed)
+            if not wanted or self._listed is not None:
+                return
+            if self._probes + len(wanted) > PROBES:
+                self._listed = set(self.backend.list("packs/"))
+                self._confirmed.update(pack for pack in wanted if pack in self._listed)
+                return
+            self._probes += len(wanted)
+            with ParallelReads(read_workers(self.backend)) as reads:
+                found = reads.map(self.backend.exists, wanted)
+            self._confirmed.update(pack for pack, there in zip(wanted, found, strict=True)
+                                   if there)

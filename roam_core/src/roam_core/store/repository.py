@@ -47,7 +47,7 @@ from roam_core.store.objects import (
 from roam_core.store.parallel import ParallelReads, read_workers
 from roam_core.store.rotation import read_tombstone, rekeyed_store, rotated_message
 from roam_core.store.spans import Span, SpanReader, plan_spans, span_policy
-from roam_core.store.tree_reads import HeldTrees, TreeReads
+from roam_core.store.tree_reads import HeldTrees, TreeReads, places_of
 from roam_core.store.tree_reuse import Reuse, changed_folders
 from roam_core.store.treepacks import TreePacker
 from roam_core.store.uploads import Uploads, put_once
@@ -75,6 +75,7 @@ class Repository(TreeReads):
         self.folders: dict[str, dict[str, str]] = {}
         self._known_lock = threading.Lock()
         self._voids: tuple[frozenset[str], frozenset[str]] | None = None
+        self._voids_lock = threading.Lock()
         #: Where each blob is stored now, by the indexes: for blobs whose pack was lost.
         self._located: dict[str, list[BlobRef]] | None = None
         #: Keys a prune marked (engine/lease.py): an object is never written as one of them.
@@ -169,7 +170,8 @@ class Repository(TreeReads):
         return value
 
     def _write_json(self, kind: bytes, value: dict[str, Any], key_of: Any,
-                    uploads: Uploads | TreePacker | None = None) -> str:
+                    uploads: Uploads | TreePacker | None = None,
+                    cache_as: str | None = None) -> str:
         plain = canonical(value)
         object_id = self.keys.name(kind, hashlib.sha256(plain).digest())
         if kind == crypto.KIND_TREE and object_id in self.seen_trees:
@@ -186,6 +188,10 @@ class Repository(TreeReads):
             uploads.put(key_of(object_id), sealed)
         else:
             put_once(self.backend, key_of(object_id), sealed)
+        cached = self._cache_path(cache_as, object_id) if cache_as else None
+        if cached is not None and self.backend.capabilities.remote:
+            # as if read back: the next push from here finds it without a round trip
+            write_cache(cached, plain)
         return object_id
 
     def read_record(self, kind: bytes, record_id: str, key: str, label: str) -> dict[str, Any]:
@@ -206,7 +212,8 @@ class Repository(TreeReads):
         return Snapshot.from_json(data, f"snapshot {snapshot_id}")
 
     def write_snapshot(self, snapshot: Snapshot) -> str:
-        return self._write_json(crypto.KIND_SNAPSHOT, snapshot.as_json(), snapshot_key)
+        return self._write_json(crypto.KIND_SNAPSHOT, snapshot.as_json(), snapshot_key,
+                                cache_as="snapshots")
 
     def load_manifest(self, root_tree: str) -> Manifest:
         """Flatten the tree rooted at `root_tree` into a validated manifest.
@@ -522,10 +529,16 @@ class Repository(TreeReads):
         The cache (`indexes/known.jsonl`) holds one line per index already read: a push
         appends the new ones instead of rewriting them all.
         """
+        catalog = self._catalog()
         lost_packs = self.voided()[0]
+        with self._places_lock:
+            if self._tree_places is None:
+                # the trees' places come from the same listing: a push asks for both, and
+                # would otherwise list (and parse the cache of) every index twice
+                self._tree_places = places_of(catalog, lost_packs)
         # the cache holds only what load_index checked: no per-field conversion here
-        return {ref[0]: ref for refs in self.indexes().values()
-                for ref in refs if ref[1] not in lost_packs}
+        return {ref[0]: ref for blobs, _trees in catalog.values()
+                for ref in blobs if ref[1] not in lost_packs}
 
     def indexes(self) -> dict[str, list[list[Any]]]:
         """Each index the store lists (less voided ones) → its blob refs, read once per device.
@@ -550,8 +563,10 @@ class Repository(TreeReads):
             if self._known_cache is None:
                 self._known_cache = read_known(cache) if cache is not None else {}
             known = dict(self._known_cache)
-        void_indexes = self.voided()[1]
-        listed = {key.rpartition("/")[2] for key in self.backend.list("index/")} - void_indexes
+        # listed before the void records are read: a record written in between is seen, and
+        # a push reading the void records in another thread meanwhile waits for neither
+        listed = {key.rpartition("/")[2] for key in self.backend.list("index/")}
+        listed -= self.voided()[1]
         # only what this store lists counts: a cache kept from another store (the same home
         # re-initialised elsewhere) must never make a push skip uploading a blob
         stale = not known.keys() <= listed
@@ -611,21 +626,26 @@ class Repository(TreeReads):
 
     def voided(self) -> tuple[frozenset[str], frozenset[str]]:
         """(packs, indexes) that void records say are lost or damaged: never counted on."""
-        if self._voids is None:
-            packs: set[str] = set()
-            indexes: set[str] = set()
-            for key in sorted(self.backend.list("voids/")):
-                void_id = key.rpartition("/")[2]
-                _check_id(void_id, "void record")
-                data = self._read_json(crypto.KIND_VOID, void_id, key, "voids")
-                found_packs, found_indexes = data.get("packs"), data.get("indexes")
-                if not isinstance(found_packs, list) or not isinstance(found_indexes, list) \
-                        or not all(isinstance(item, str) for item in found_packs + found_indexes):
-                    raise IntegrityError(f"integrity error: void record {void_id} is malformed")
-                packs.update(found_packs)
-                indexes.update(found_indexes)
-            self._voids = (frozenset(packs), frozenset(indexes))
-        return self._voids
+        with self._voids_lock:  # read once, whichever thread asks first
+            if self._voids is None:
+                self._voids = self._read_voids()
+            return self._voids
+
+    def _read_voids(self) -> tuple[frozenset[str], frozenset[str]]:
+        """Every void record, read and checked: (packs, indexes) named lost."""
+        packs: set[str] = set()
+        indexes: set[str] = set()
+        for key in sorted(self.backend.list("voids/")):
+            void_id = key.rpartition("/")[2]
+            _check_id(void_id, "void record")
+            data = self._read_json(crypto.KIND_VOID, void_id, key, "voids")
+            found_packs, found_indexes = data.get("packs"), data.get("indexes")
+            if not isinstance(found_packs, list) or not isinstance(found_indexes, list) \
+                    or not all(isinstance(item, str) for item in found_packs + found_indexes):
+                raise IntegrityError(f"integrity error: void record {void_id} is malformed")
+            packs.update(found_packs)
+            indexes.update(found_indexes)
+        return (frozenset(packs), frozenset(indexes))
 
     def ignore_voids(self) -> None:
         """Count on every pack and index, whatever void records the store holds.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -260,15 +260,21 @@ class TreeReads:
         """
         with self._places_lock:
             if self._tree_places is None or fresh:
-                lost = self.voided()[0]
-                places: dict[str, list[BlobRef]] = {}
-                for _blobs, trees in self._catalog(tolerant=True).values():
-                    for ref in trees:
-                        if ref[1] not in lost:
-                            places.setdefault(str(ref[0]), []).append(
-                                (str(ref[0]), str(ref[1]), int(ref[2]), int(ref[3])))
-                self._tree_places = places
+                catalog = self._catalog(tolerant=True)
+                self._tree_places = places_of(catalog, self.voided()[0])
             return self._tree_places
+
+
+def places_of(catalog: Mapping[str, tuple[list[list[Any]], list[list[Any]]]],
+              lost: frozenset[str]) -> dict[str, list[BlobRef]]:
+    """Tree id → every place it is stored, from the indexes' tree refs (less lost packs)."""
+    places: dict[str, list[BlobRef]] = {}
+    for _blobs, trees in catalog.values():
+        for ref in trees:
+            if ref[1] not in lost:
+                places.setdefault(str(ref[0]), []).append(
+                    (str(ref[0]), str(ref[1]), int(ref[2]), int(ref[3])))
+    return places
 
 
 def _check_tree_id(tree_id: str) -> None:
