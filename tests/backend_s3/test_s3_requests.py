@@ -28,7 +28,7 @@ pytest_plugins = ("support.s3_servers",)
 #: sent together overlap and requests sent one after another do not.
 ONE_WAY = 0.004
 #: One way for the incremental push, whose waves count requests sent together.
-SLOW_ONE_WAY = 0.04
+SLOW_ONE_WAY = 0.1
 #: Skill folders (each with a nested folder), so a home of about 2 × SKILLS trees.
 SKILLS = 36
 #: Files big enough that the test's small packs hold about one each.
