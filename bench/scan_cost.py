@@ -60,7 +60,9 @@ def main() -> int:
           f"{len(result['secret_findings'])}")
     scan_cpu = float(result.get("secret_scan_cpu_seconds", "nan"))
     print(f"  processor time: push {push_cpu:.2f} s, secret scan {scan_cpu:.2f} s "
-          f"({100 * scan_cpu / push_cpu:.1f} %); load average "
+          f"({100 * scan_cpu / push_cpu:.1f} %); the push waited "
+          f"{float(result.get('secret_scan_wait_seconds', scan)):.2f} s for the scan after "
+          f"packing; load average "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     return 0
 

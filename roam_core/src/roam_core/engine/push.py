@@ -32,6 +32,7 @@ from roam_core.errors import ConflictError, RefConflict, UserError
 from roam_core.scope.never import allowed_credentials
 from roam_core.scope.walk import hidden_by
 from roam_core.secretscan.scan import Finding, Scanner, SecretsFound
+from roam_core.store.gate import GateClosed, UploadGate
 from roam_core.store.manifest import FileEntry, Manifest, over_limits, synced_mode
 from roam_core.store.objects import Head, Snapshot, snapshot_key, tree_key
 from roam_core.store.packer import Packer
@@ -63,12 +64,15 @@ class PushResult:
     #: the scan's processor time (this thread's and its pool workers'): unlike its wall
     #: time, not stretched by other work on a busy machine
     scan_cpu_seconds: float = 0.0
+    #: how long the push waited for the scan after its packing (the scan runs beside it)
+    scan_wait_seconds: float = 0.0
 
     def as_json(self) -> dict[str, object]:
         return {"secret_findings": [finding.as_json() for finding in self.findings],
                 "secret_scan_files": self.scanned,
                 "secret_scan_seconds": round(self.scan_seconds, 4),
                 "secret_scan_cpu_seconds": round(self.scan_cpu_seconds, 4),
+                "secret_scan_wait_seconds": round(self.scan_wait_seconds, 4),
                 "generation": self.generation, "added": self.added, "changed": self.changed,
                 "removed": self.removed, "carried_forward": self.carried,
                 "bytes_changed": self.bytes_changed, "uploaded_bytes": self.uploaded_bytes,
@@ -227,11 +231,18 @@ def _push(session: Session, state: LocalState, reads: PushReads, started: float,
         result.nothing = True
         cache.save(files)
         return result
-    # Before anything is uploaded: a finding stops the push (the dry run lists it).
-    result.findings = scan_outgoing(session, to_send, host_keys, result)
-    if _settle_redacted(to_send, reference, manifest, result) and not result.findings:
-        cache.save(files)  # only redacted copies the store already holds: nothing new
-        return result
+    # Before anything is uploaded: a finding stops the push (the dry run lists it). A plain
+    # push scans beside the packing, its sealed packs held behind a gate until the scan
+    # passed; a dry run, a forced push (its confirmation) and redacted memory copies (they
+    # change what is packed) decide on the scan first (docs/decisions.md).
+    beside = not dry_run and not force and session.settings.get("redact_memories") is not True
+    gate = UploadGate() if beside else None
+    verdict = _scan_beside(session, to_send, host_keys, result, gate) if gate else None
+    if gate is None:
+        result.findings = scan_outgoing(session, to_send, host_keys, result)
+        if _settle_redacted(to_send, reference, manifest, result) and not result.findings:
+            cache.save(files)  # only redacted copies the store already holds: nothing new
+            return result
     if dry_run:
         return result
     if result.findings:
@@ -261,26 +272,41 @@ def _push(session: Session, state: LocalState, reads: PushReads, started: float,
                 if ref[1] not in marked and ref[1] not in voided:
                     known.setdefault(ref[0], tuple(ref))
         session.repo.avoid = marked  # nor on a marked tree of the same content
-    packer = Packer(session.repo, known, present=present)
+    packer = Packer(session.repo, known, present=present, gate=gate)
     # a known tree counts only while its tree pack is stored and not marked, as a blob
     tree_present = (lambda pack: pack not in marked and present(pack)) if marked else present
     pending: dict[str, tuple[str, int, tuple[str, ...], int]] = {}
     if progress is not None:
         progress.begin(len(to_send), result.bytes_changed)
-    for item in to_send:
-        try:
-            with item.open_content(host_keys) as handle:
-                sha, size, blob_ids = packer.add_file(handle)
-        except FileNotFoundError:
-            _vanished(result, item.rel)  # deleted between the walk and the read
-            continue
-        pending[item.rel] = (sha, size, blob_ids, item.mode)
-        if not item.is_config and item.redacted is None:  # the cache holds the file's digest
-            cache.remember(item, sha)
-        if progress is not None:
-            progress.advance(size, files=1)
+    try:
+        for item in to_send:
+            if gate is not None and gate.closed:
+                break  # a finding: read no further
+            try:
+                with item.open_content(host_keys) as handle:
+                    sha, size, blob_ids = packer.add_file(handle)
+            except FileNotFoundError:
+                _vanished(result, item.rel)  # deleted between the walk and the read
+                continue
+            pending[item.rel] = (sha, size, blob_ids, item.mode)
+            if not item.is_config and item.redacted is None:  # the cache holds its digest
+                cache.remember(item, sha)
+            if progress is not None:
+                progress.advance(size, files=1)
+        if verdict is not None:
+            waited = time.perf_counter()
+            result.findings = verdict()
+            result.scan_wait_seconds = time.perf_counter() - waited
+    except GateClosed:
+        result.findings = verdict() if verdict is not None else []
+    finally:
+        if gate is not None and not gate.decided:
+            gate.close()  # the push failed before the scan passed: store nothing
+    if result.findings:
+        packer.abandon()  # the held packs are dropped, unstored
+        raise SecretsFound(result.findings)
     # every new blob's place is known once its pack is sealed: the trees go up beside the
-    # packs still travelling, and only the snapshot waits for both
+    # packs still travelling (after the verdict), and only the snapshot waits for both
     packer.seal_all()
     if packer.lost_packs:
         # the next push must not count on the lost packs' blobs either
@@ -340,6 +366,40 @@ def scan_outgoing(session: Session, to_send: list[LocalFile], host_keys: tuple[s
     result.scan_seconds = time.perf_counter() - started
     result.scan_cpu_seconds = time.thread_time() + _children_cpu() - cpu
     return findings
+
+
+def _scan_beside(session: Session, to_send: list[LocalFile], host_keys: tuple[str, ...],
+                 result: PushResult, gate: UploadGate) -> Callable[[], list[Finding]]:
+    """Start `scan_outgoing` in a thread that opens `gate` when it passes, else closes it.
+
+    Returns the verdict: it waits for the scan and gives its findings (or raises its error).
+    The scan's thread runs in a copy of this context, so the push's deadline applies to it.
+    """
+    import contextvars
+    import threading
+
+    outcome: dict[str, object] = {}
+
+    def scan() -> None:
+        try:
+            outcome["findings"] = found = scan_outgoing(session, to_send, host_keys, result)
+        except BaseException as error:  # re-raised by the verdict, in the push's thread
+            outcome["error"] = error
+            gate.close()
+            return
+        (gate.close if found else gate.open)()
+
+    thread = threading.Thread(target=contextvars.copy_context().run, args=(scan,),
+                              name="roam-secret-scan", daemon=True)
+    thread.start()
+
+    def verdict() -> list[Finding]:
+        thread.join()
+        if "error" in outcome:
+            raise outcome["error"]  # type: ignore[misc]
+        return outcome["findings"]  # type: ignore[return-value]
+
+    return verdict
 
 
 def _children_cpu() -> float:

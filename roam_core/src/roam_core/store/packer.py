@@ -16,6 +16,7 @@ from typing import BinaryIO
 
 from roam_core import crypto, libc
 from roam_core.store import codec
+from roam_core.store.gate import UploadGate
 from roam_core.store.manifest import BlobRef
 from roam_core.store.objects import CHUNK_SIZE, PACK_TARGET, pack_key
 from roam_core.store.repository import Repository
@@ -46,8 +47,11 @@ class Packer:
 
     def __init__(self, repo: Repository, known: dict[str, BlobRef], *,
                  workers: int | None = None,
-                 present: Callable[[str], bool] | None = None) -> None:
+                 present: Callable[[str], bool] | None = None,
+                 gate: UploadGate | None = None) -> None:
         self.repo = repo
+        #: Sealed packs wait here before anything is stored (None: stored at once).
+        self._gate = gate
         self.known = dict(known)
         #: Confirms a known blob's pack is still stored before it is referenced (None: trusted).
         self._present = present
@@ -145,6 +149,8 @@ class Packer:
                 self._sealing -= 1
                 self._sealed.notify_all()
         pack = refs[0][1]
+        if self._gate is not None:
+            self._gate.wait()  # GateClosed: the sealed pack is dropped, never stored
         put_once(self.repo.backend, pack, data)
         # the index names blobs as present, so it is written only once its pack is stored
         # for good
@@ -195,6 +201,11 @@ class Packer:
     def refs(self, blob_ids: tuple[str, ...]) -> tuple[BlobRef, ...]:
         """Where each blob lives, once `seal_all` (or `finish`) has returned."""
         return tuple(self.known.get(b) or self.locations[b] for b in blob_ids)
+
+    def abandon(self) -> None:
+        """Stop the upload workers without storing what is buffered (the gate is closed)."""
+        self._raw, self._raw_bytes = [], 0
+        self._uploads.close()
 
     def finish(self) -> dict[str, BlobRef]:
         """Upload what is buffered, wait for every upload; return where each new blob lives."""

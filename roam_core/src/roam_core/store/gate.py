@@ -1,0 +1,54 @@
+"""The gate sealed packs wait behind until the push's secret scan has passed.
+
+A push scans its files in a thread beside the packing (docs/decisions.md, "The scan runs
+beside the packing"). The upload workers seal packs while the scan works, but store
+nothing (no pack, no index) before the gate opens; a finding closes it and every held pack
+is dropped unstored. What waits is bounded by the uploads' in-flight budget: once that is
+full, the packer's own thread waits for the oldest held pack, so it reads no further.
+"""
+
+from __future__ import annotations
+
+import threading
+
+
+class GateClosed(Exception):
+    """The scan did not pass (a finding, or the push gave up): nothing may be stored."""
+
+
+class UploadGate:
+    """Opens once (the scan passed) or closes once (it did not); the first decision holds."""
+
+    def __init__(self) -> None:
+        self._decided = threading.Event()
+        self._passed = False
+        self._lock = threading.Lock()
+
+    def open(self) -> None:
+        """Let the held packs be stored (unless the gate was closed first)."""
+        self._decide(True)
+
+    def close(self) -> None:
+        """Drop the held packs: every waiter raises `GateClosed` (unless already open)."""
+        self._decide(False)
+
+    def _decide(self, passed: bool) -> None:
+        with self._lock:
+            if not self._decided.is_set():
+                self._passed = passed
+                self._decided.set()
+
+    @property
+    def closed(self) -> bool:
+        """Whether the gate was closed (the packer stops reading then)."""
+        return self._decided.is_set() and not self._passed
+
+    @property
+    def decided(self) -> bool:
+        return self._decided.is_set()
+
+    def wait(self) -> None:
+        """Block until the gate is decided; `GateClosed` unless it opened."""
+        self._decided.wait()
+        if not self._passed:
+            raise GateClosed("the secret scan did not pass: nothing is stored")

@@ -1,0 +1,119 @@
+"""Issue 26: a finding in the LAST file the push scans still leaves nothing in the store.
+
+The push scans beside the packing (docs/decisions.md, "The scan runs beside the packing"):
+packs are sealed while the scan works, and held back until it passes. These tests make the
+packer seal a pack before the scan reaches the last file (the scan of that file waits until
+a pack has been sealed, bounded by time), then count the store's objects: a finding must
+leave it exactly as it was, on a local store and on S3 (moto). A clean scan lets the same
+push through.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from fleet import Device, new_key
+from roam_core.secretscan.scan import Scanner
+from roam_core.store import packer
+
+pytest_plugins = ("support.s3_servers",)
+
+LAST = "skills/zzz/SKILL.md"  # sorts after every other shared file: scanned last
+TOKEN = "GITHUB_TOKEN=ghp_Fake0123456789abcdefghijklmnopqrstu"
+#: how long the scan of the last file waits for the packer to seal a pack
+PATIENCE = 30.0
+
+
+@pytest.fixture(params=["local", "s3"])
+def store(request: pytest.FixtureRequest, tmp_path: Path,
+          monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[dict, Callable[[], set[str]]]]:
+    """(roam settings, a function listing every object key of the store)."""
+    if request.param == "local":
+        root = tmp_path / "store"
+        root.mkdir()
+        yield ({"backend": "local", "local_dir": str(root)},
+               lambda: {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()})
+        return
+    server = request.getfixturevalue("moto_s3")
+    bucket = server.fresh_bucket()
+    for name, value in server.env().items():
+        monkeypatch.setenv(name, value)
+
+    def keys() -> set[str]:
+        pages = server.client().get_paginator("list_objects_v2").paginate(Bucket=bucket)
+        return {item["Key"] for page in pages for item in page.get("Contents", [])}
+
+    yield server.settings(bucket), keys
+
+
+@pytest.fixture
+def sealed_first(monkeypatch: pytest.MonkeyPatch) -> dict[str, bool]:
+    """Make the scan of LAST wait (off the main thread) until the packer sealed a pack.
+
+    Scanned on the main thread (the scan before the packing), there is nothing to wait for.
+    A sealed pack is named (`pack_key`) just before it is stored. Returns {"overlapped":
+    whether a pack was sealed before LAST's scan went on}.
+    """
+    monkeypatch.setattr("roam_core.store.packer.PACK_TARGET", 64 * 1024)  # packs seal early
+    sealed = threading.Event()
+    name, scan_file = packer.pack_key, Scanner.scan_file
+    seen = {"overlapped": False}
+
+    def naming(digest: str) -> str:
+        sealed.set()
+        return name(digest)
+
+    def scanning(self: Scanner, rel: str, location: str) -> list:
+        if rel == LAST and threading.current_thread() is not threading.main_thread():
+            seen["overlapped"] = sealed.wait(PATIENCE)
+        return scan_file(self, rel, location)
+
+    monkeypatch.setattr(packer, "pack_key", naming)
+    monkeypatch.setattr(Scanner, "scan_file", scanning)
+    return seen
+
+
+def _home(tmp_path: Path, settings: dict) -> Device:
+    dev = Device(tmp_path / "a", "a", settings, new_key())
+    dev.write("SOUL.md", "the shared persona\n")
+    assert dev.roam("init").code == 0, "init"
+    # ~1.3 MB of ordinary prose in files scanned before LAST: many 64 KiB packs
+    for index in range(40):
+        dev.write(f"skills/s{index:02d}/SKILL.md",
+                  "".join(f"note {index} line {n} of plain words\n" for n in range(1000)))
+    return dev
+
+
+def test_a_secret_in_the_last_scanned_file_uploads_nothing(
+        tmp_path: Path, store: tuple[dict, Callable[[], set[str]]],
+        sealed_first: dict[str, bool]) -> None:
+    settings, keys = store
+    dev = _home(tmp_path, settings)
+    dev.write(LAST, f"---\nname: zzz\n---\nthe user pasted {TOKEN}\n")
+    before = keys()
+
+    stopped = dev.roam("push")
+
+    assert stopped.code == 1, stopped.out + stopped.err
+    assert f"{LAST}:4 github-token" in stopped.err, stopped.err
+    assert "ghp_Fake0123456789" not in stopped.err + stopped.out
+    assert keys() == before  # no pack, no index, no tree, no snapshot, no HEAD
+
+    dev.write(LAST, "---\nname: zzz\n---\nclean now\n")  # the same push, clean: it goes
+    pushed = dev.roam("push")
+    assert pushed.code == 0, pushed.err
+    assert len(keys() - before) > 20  # the packs the gate held, their indexes, trees, HEAD
+
+
+def test_the_scan_runs_beside_the_packing(tmp_path: Path,
+                                          sealed_first: dict[str, bool]) -> None:
+    root = tmp_path / "store"
+    root.mkdir()
+    dev = _home(tmp_path, {"backend": "local", "local_dir": str(root)})
+    dev.write(LAST, "---\nname: zzz\n---\nclean\n")
+    assert dev.roam("push").code == 0
+    assert sealed_first["overlapped"]  # packs were sealed while the scan still worked
