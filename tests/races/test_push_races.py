@@ -22,11 +22,13 @@ pytest_plugins = ("support.s3_servers",)
 
 DEVICES = 4
 ROUNDS = 3
-#: Imports first, then wait for the go file: the pushes start within a millisecond or so.
+#: Imports first, then say so (the ready file) and wait for the go file: the pushes start
+#: within a millisecond or so of each other, however long a loaded machine takes to import.
 BARRIER = """
 import os, sys, time
 from roam_core.cli.main import main
 import roam_core.engine.push, roam_core.engine.session
+open(os.environ["RACE_READY"], "w").close()
 go = os.environ["RACE_GO"]
 while not os.path.exists(go):
     time.sleep(0.0005)
@@ -37,10 +39,18 @@ sys.exit(main(sys.argv[1:]))
 def race(homes: list[Home], go: Path, *args: str) -> list[subprocess.CompletedProcess[str]]:
     """Start `roam ARGS` on every home, release them together, wait for all."""
     go.unlink(missing_ok=True)
+    ready = [go.with_name(f"{go.name}-ready-{n}") for n in range(len(homes))]
+    for path in ready:
+        path.unlink(missing_ok=True)
     procs = [subprocess.Popen([sys.executable, "-c", BARRIER, "--home", str(home.root), *args],
-                              env=home.env({"RACE_GO": str(go)}), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for home in homes]
-    time.sleep(0.4 + 0.15 * len(homes))  # every process has imported roam and is waiting
+                              env=home.env({"RACE_GO": str(go), "RACE_READY": str(path)}),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for home, path in zip(homes, ready, strict=True)]
+    waited = time.monotonic() + 120
+    while not all(path.exists() for path in ready):  # every process imported roam, waits
+        assert time.monotonic() < waited, "a racing process never finished its imports"
+        assert all(proc.poll() is None for proc in procs), "a racing process ended early"
+        time.sleep(0.01)
     go.touch()
     results = []
     for proc, home in zip(procs, homes, strict=True):

@@ -199,14 +199,34 @@ def _wait_writable(server: S3Server) -> None:
 # -- moto ------------------------------------------------------------------------------------
 
 
+#: moto's server, its object writes made atomic. moto checks a write's If-Match/If-None-Match
+#: and then stores the object without a lock (S3Response.put_object, delete_object), so two
+#: racing conditional writes served by two of its threads can both succeed on a loaded
+#: machine (a CI run saw two winners of one 16-thread ref race); S3, R2 and SeaweedFS decide
+#: a conditional write atomically, and the race tests check roam against that contract.
+_MOTO_MAIN = """
+import sys, threading
+from moto.s3.responses import S3Response
+_lock = threading.Lock()
+def _atomic(method):
+    def call(self, *args, **kwargs):
+        with _lock:
+            return method(self, *args, **kwargs)
+    return call
+for _name in ("put_object", "delete_object"):
+    setattr(S3Response, _name, _atomic(getattr(S3Response, _name)))
+from moto.server import main
+main(sys.argv[1:])
+"""
+
+
 @contextlib.contextmanager
 def moto_server() -> Iterator[S3Server]:
     """moto's S3 server in a subprocess on a fresh port (it accepts any credentials)."""
     directory = Path(tempfile.mkdtemp(prefix="roam-moto-"))
     log = directory / "server.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "MOTO_"))}
-    code = "import sys; from moto.server import main; main(sys.argv[1:])"
-    process = _spawn([sys.executable, "-c", code, "-H", "127.0.0.1", "-p", "0"], env, log)
+    process = _spawn([sys.executable, "-c", _MOTO_MAIN, "-H", "127.0.0.1", "-p", "0"], env, log)
     try:
         port = _moto_port(process, log)
         server = S3Server("moto", f"http://127.0.0.1:{port}", MOTO_ACCESS_KEY,
