@@ -15,7 +15,8 @@ from roam_core.settings import DEFAULTS
 PACKAGE = Path(__file__).resolve().parents[2] / "roam_core" / "src" / "roam_core"
 
 #: Where the typed reads are done (other engineers' areas follow as they are touched).
-TYPED = ("engine/status.py", "engine/memo.py", "engine/plan.py", "mirror", "secretscan")
+TYPED = ("engine/status.py", "engine/memo.py", "engine/plan.py", "engine/push.py",
+         "engine/prune.py", "engine/rotate.py", "mirror", "secretscan")
 
 
 def _files() -> list[Path]:

@@ -224,3 +224,14 @@ def test_a_long_push_whose_objects_a_prune_swept_meanwhile_publishes_nothing(
         assert found[max(found)]["memories/long.md"].startswith(b"written early")
         check = laptop.roam("check", "--read-data")
         assert check.code == 0, check.out + check.err
+
+
+def test_a_bad_grace_setting_is_a_one_line_error(tmp_path: Path,
+                                                 request: pytest.FixtureRequest) -> None:
+    with stores("local", tmp_path, request) as store:
+        home = Home(tmp_path / "home", "dev", store, Runner(), prune_grace_minutes="soon")
+        assert home.roam("init", "--create-remote").code == 0
+        result = home.roam("prune", "--apply")
+        assert result.code != 0
+        assert "Traceback" not in result.err
+        assert "prune_grace_minutes must be a number" in result.err, result.err

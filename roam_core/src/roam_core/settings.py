@@ -33,6 +33,8 @@ DEFAULTS: dict[str, Any] = {
     "force_guard_percent": 20,
     "force_guard_paths": 100,
     "operation_timeout_seconds": None,
+    # above the default push budget (operation_timeout_seconds, 1 h), with room for clocks
+    # that disagree
     "prune_grace_minutes": 120,
     "prune_repack_threshold": 10,
     "retention": {},
@@ -367,6 +369,7 @@ class CoreSettings:
     sync_sessions: bool
     sync_cron: bool
     redact_env_values: bool
+    redact_memories: bool
     #: keys of the block that no core setting names and no `known` name covers
     unknown: tuple[str, ...]
     raw: Mapping[str, Any] = field(repr=False, compare=False)
@@ -388,12 +391,18 @@ class CoreSettings:
             sync_sessions=switch("sync_sessions"), sync_cron=switch("sync_cron"),
             # on unless literally false: masking every .env value is the safe default
             redact_env_values=settings.get("redact_env_values", True) is not False,
+            redact_memories=switch("redact_memories"),
             unknown=tuple(sorted(set(settings) - set(DEFAULTS) - set(known))),
             raw=dict(settings))
 
     def number(self, name: str) -> float:
         """A numeric core setting, checked now (see `number`)."""
         return number(self.raw, name)
+
+    @property
+    def never_list_exceptions(self) -> object:
+        """`never_list_exceptions` as written, checked where the never-list reads it."""
+        return self.raw.get("never_list_exceptions")
 
     @property
     def redact_patterns(self) -> object:

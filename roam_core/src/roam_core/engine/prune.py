@@ -21,7 +21,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from roam_core import settings as settings_module
 from roam_core.engine import lease as lease_module
 from roam_core.engine import remote as remote_module
 from roam_core.engine.history import generations
@@ -36,9 +35,6 @@ from roam_core.store.repository import Repository
 
 #: Keys per delete call: one S3 batch, and a bounded step between lease renewals.
 BATCH = 1000
-#: The default grace period: above the default push budget (operation_timeout_seconds, 1 h)
-#: with room for clocks that disagree.
-GRACE_MINUTES = 120
 #: Deletion order: nothing is deleted while something still names it as present.
 ORDER = ("index/", "packs/", "trees/", "snapshots/", "marks/")
 
@@ -152,11 +148,11 @@ def prune(session: Session, *, apply: bool, grace_minutes: float | None = None,
     state = session.require_state()
     backend = session.backend
     if not backend.capabilities.deletes:
-        raise UserError(f"the {session.settings.get('backend')} backend cannot delete objects, "
+        raise UserError(f"the {session.core.backend} backend cannot delete objects, "
                         "so this store cannot be pruned (it keeps every generation)")
     if grace_minutes is None:
-        grace_minutes = float(session.settings.get("prune_grace_minutes", GRACE_MINUTES))
-    threshold = settings_module.number(session.settings, "prune_repack_threshold")
+        grace_minutes = session.core.number("prune_grace_minutes")
+    threshold = session.core.number("prune_repack_threshold")
     result = PruneResult(applied=apply, grace_minutes=grace_minutes,
                          repack_threshold=threshold)
     if remote_module.read_verified_head(session, state) is None:

@@ -180,7 +180,7 @@ def _push(session: Session, state: LocalState, reads: PushReads, started: float,
                         skipped=[{"path": rel, "reason": why} for rel, why in sorted(skipped)])
     result.notes += [f"warning: sharing the credential file {rel} on purpose "
                      "(never_list_exceptions)"
-                     for rel in allowed_credentials(session.settings.get("never_list_exceptions"))
+                     for rel in allowed_credentials(session.core.never_list_exceptions)
                      if rel in files]
     if session.core.sync_sessions:
         result.archive = archive.as_json()
@@ -235,7 +235,7 @@ def _push(session: Session, state: LocalState, reads: PushReads, started: float,
     # push scans beside the packing, its sealed packs held behind a gate until the scan
     # passed; a dry run, a forced push (its confirmation) and redacted memory copies (they
     # change what is packed) decide on the scan first (docs/decisions.md).
-    beside = not dry_run and not force and session.settings.get("redact_memories") is not True
+    beside = not dry_run and not force and not session.core.redact_memories
     gate = UploadGate() if beside else None
     verdict = _scan_beside(session, to_send, host_keys, result, gate) if gate else None
     if gate is None:
@@ -270,7 +270,7 @@ def _push(session: Session, state: LocalState, reads: PushReads, started: float,
         for refs in session.repo.indexes().values():
             for ref in refs:
                 if ref[1] not in marked and ref[1] not in voided:
-                    known.setdefault(ref[0], tuple(ref))
+                    known.setdefault(ref[0], ref)
         session.repo.avoid = marked  # nor on a marked tree of the same content
     packer = Packer(session.repo, known, present=present, gate=gate)
     # a known tree counts only while its tree pack is stored and not marked, as a blob
@@ -334,7 +334,7 @@ def scan_outgoing(session: Session, to_send: list[LocalFile], host_keys: tuple[s
     cpu = time.thread_time() + _children_cpu()
     scanner = scanner_for(session.root, session.state_dir, session.settings)
     findings: list[Finding] = []
-    redact = session.settings.get("redact_memories") is True
+    redact = session.core.redact_memories
     pooled = _scan_pooled(scanner, to_send)
     for item in to_send:
         if item.rel in pooled:

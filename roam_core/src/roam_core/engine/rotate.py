@@ -333,7 +333,7 @@ def rotate(session: Session, new_key: bytes, progress: ProgressSink | None = Non
     """Rotate the store to `new_key` (resumable: rerun with the same keys to continue)."""
     state = session.require_state()
     if not session.backend.capabilities.deletes:
-        raise UserError(f"the {session.settings.get('backend') or 'local'} backend cannot "
+        raise UserError(f"the {session.core.backend} backend cannot "
                         "delete objects, so roam key rotate could not remove what the old "
                         "key opens; nothing was changed")
     return Rotation(session, crypto.Keys.derive(new_key), progress).run(state)

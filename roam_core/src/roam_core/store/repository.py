@@ -13,7 +13,7 @@ import hashlib
 import json
 import secrets
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +90,7 @@ class Repository(TreeReads):
         self._held_trees = HeldTrees()
         #: The index cache as read (and appended to) by this process: parsed once, however
         #: many of the blob table, the tree places and the locations ask for it.
-        self._known_cache: dict[str, tuple[list[Any], list[Any]]] | None = None
+        self._known_cache: dict[str, tuple[list[BlobRef], list[Any]]] | None = None
 
     # -- HEAD ----------------------------------------------------------------------------
 
@@ -448,7 +448,7 @@ class Repository(TreeReads):
             for refs in self.indexes().values():
                 for ref in refs:
                     if ref[1] not in lost_packs:
-                        located.setdefault(ref[0], []).append(tuple(ref))
+                        located.setdefault(ref[0], []).append(ref)
             self._located = located
         return self._located.get(blob_id, [])
 
@@ -540,19 +540,19 @@ class Repository(TreeReads):
         return {ref[0]: ref for blobs, _trees in catalog.values()
                 for ref in blobs if ref[1] not in lost_packs}
 
-    def indexes(self) -> dict[str, list[list[Any]]]:
+    def indexes(self) -> dict[str, list[BlobRef]]:
         """Each index the store lists (less voided ones) → its blob refs, read once per device.
 
         A tree pack's index has no blob refs (its trees: `tree_places`).
         """
         return {index_id: blobs for index_id, (blobs, _trees) in self._catalog().items()}
 
-    def index_entries(self) -> dict[str, tuple[list[list[Any]], list[list[Any]]]]:
+    def index_entries(self) -> dict[str, tuple[list[BlobRef], list[Any]]]:
         """Each index the store lists (less voided ones) → (blob refs, tree refs)."""
         return self._catalog()
 
     def _catalog(self, tolerant: bool = False
-                 ) -> dict[str, tuple[list[list[Any]], list[list[Any]]]]:
+                 ) -> dict[str, tuple[list[BlobRef], list[Any]]]:
         """Each index the store lists (less voided ones) → (blob refs, tree refs).
 
         `tolerant`: an index that fails its checks is left out (and read again next time)
@@ -708,7 +708,8 @@ class Repository(TreeReads):
         return index_id
 
 
-def _known_line(index_id: str, blobs: list[list[Any]], trees: list[list[Any]]) -> str:
+def _known_line(index_id: str, blobs: Sequence[Sequence[Any]],
+                trees: Sequence[Sequence[Any]]) -> str:
     """One line of the index cache; a tree pack's line carries its trees third."""
     return json.dumps([index_id, blobs, trees] if trees else [index_id, blobs])
 

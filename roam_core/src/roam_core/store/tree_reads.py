@@ -92,7 +92,7 @@ class TreeReads:
         raise NotImplementedError
 
     def _catalog(self, tolerant: bool = False
-                 ) -> dict[str, tuple[list[list[Any]], list[list[Any]]]]:
+                 ) -> dict[str, tuple[list[BlobRef], list[Any]]]:
         raise NotImplementedError
 
     def voided(self) -> tuple[frozenset[str], frozenset[str]]:
@@ -265,7 +265,7 @@ class TreeReads:
             return self._tree_places
 
 
-def places_of(catalog: Mapping[str, tuple[list[list[Any]], list[list[Any]]]],
+def places_of(catalog: Mapping[str, tuple[list[BlobRef], list[Any]]],
               lost: frozenset[str]) -> dict[str, list[BlobRef]]:
     """Tree id → every place it is stored, from the indexes' tree refs (less lost packs)."""
     places: dict[str, list[BlobRef]] = {}
