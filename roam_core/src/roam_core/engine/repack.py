@@ -21,16 +21,16 @@ reasons deletion is (docs/decisions.md, "Repacking").
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from roam_core.engine.journal import kill_point
 from roam_core.errors import IntegrityError, ObjectNotFound
 from roam_core.store.manifest import BlobRef
-from roam_core.store.objects import PACK_TARGET, index_key, pack_key
+from roam_core.store.objects import PACK_TARGET, index_key
 from roam_core.store.repository import Repository
 from roam_core.store.spans import plan_spans
+from roam_core.store.treepacks import assemble_pack
 from roam_core.store.uploads import put_once
 
 #: The default `prune_repack_threshold`: a pack at least this many percent unused is
@@ -172,13 +172,7 @@ class Copier:
         if not entries:
             return
         self._pending[tree], self._size[tree] = [], 0
-        data = b"".join(sealed for _entry_id, sealed in entries)
-        pack = pack_key(hashlib.sha256(data).hexdigest())
-        refs: list[BlobRef] = []
-        offset = 0
-        for entry_id, sealed in entries:
-            refs.append((entry_id, pack, offset, len(sealed)))
-            offset += len(sealed)
+        pack, data, refs = assemble_pack(entries)
         put_once(self.repo.backend, pack, data)
         # the index names the entries as present, so it goes only once the pack is stored
         self.repo.backend.flush()

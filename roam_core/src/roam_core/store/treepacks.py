@@ -61,13 +61,7 @@ class TreePacker:
         self._uploads.run(lambda: self._store(trees), size)
 
     def _store(self, trees: list[tuple[str, bytes]]) -> None:
-        data = b"".join(sealed for _tree_id, sealed in trees)
-        pack = pack_key(hashlib.sha256(data).hexdigest())
-        refs: list[BlobRef] = []
-        offset = 0
-        for tree_id, sealed in trees:
-            refs.append((tree_id, pack, offset, len(sealed)))
-            offset += len(sealed)
+        pack, data, refs = assemble_pack(trees)
         put_once(self._uploads.backend, pack, data)
         # the index names the trees as present, so it goes only once the pack is stored
         self._uploads.backend.flush()
@@ -78,6 +72,18 @@ class TreePacker:
     def finish(self) -> None:
         """Queue what is buffered; the caller waits for the uploads."""
         self._flush()
+
+
+def assemble_pack(entries: list[tuple[str, bytes]]) -> tuple[str, bytes, list[BlobRef]]:
+    """Sealed entries back to back as one pack: its key, its bytes and each entry's ref."""
+    data = b"".join(sealed for _entry_id, sealed in entries)
+    pack = pack_key(hashlib.sha256(data).hexdigest())
+    refs: list[BlobRef] = []
+    offset = 0
+    for entry_id, sealed in entries:
+        refs.append((entry_id, pack, offset, len(sealed)))
+        offset += len(sealed)
+    return pack, data, refs
 
 
 def plan_tree_spans(refs: list[BlobRef]) -> list[Span]:
