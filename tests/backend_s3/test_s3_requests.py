@@ -160,8 +160,10 @@ def test_first_push_pull_status_and_incremental_push_count_requests(
     assert _count(incremental, "PUT", "packs") == 2
     assert len(incremental) <= 11, [(r.method, r.target) for r in incremental]
     # waited for one after another: HEAD with the reads that do not need it; the probe;
-    # both packs at once, then both indexes; the snapshot; HEAD
-    assert summarize(incremental).waves <= 6, [(r.method, _kind(r), round(r.started, 3),
+    # both packs at once, then both indexes; the snapshot; HEAD. The tree pack goes beside
+    # the data pack only when the trees are built before that PUT ends (local timing: a CI
+    # run saw them one after the other, 7 waves); reads one after another again make 9
+    assert summarize(incremental).waves <= 7, [(r.method, _kind(r), round(r.started, 3),
                                                 round(r.ended or 0, 3)) for r in incremental]
 
 
