@@ -12,6 +12,7 @@ import json
 import os
 import random
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -199,3 +200,20 @@ def tree_bytes(path: Path) -> int:
             except OSError:
                 pass
     return total
+
+
+def local_home(work: Path, name: str) -> tuple[Path, dict[str, str], list[str]]:
+    """The benchmark home `name` under `work`, set for an empty local store, not initialised.
+
+    Returns the home, an environment with a fresh archive key and no `ROAM_`/`HERMES_`
+    variable of the caller's, and the argv that runs this checkout's roam on the home.
+    """
+    store = work / "store"
+    shutil.rmtree(store, ignore_errors=True)
+    store.mkdir(parents=True)
+    home = work / f"home-{name}"
+    generate(SPECS[name], home, {"backend": "local", "local_dir": str(store)})
+    shutil.rmtree(home / "roam", ignore_errors=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ROAM_", "HERMES_"))}
+    env["ROAM_ARCHIVE_KEY"] = os.urandom(32).hex()
+    return home, env, [sys.executable, "-m", "roam_core.cli.main", "--home", str(home)]

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -27,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from homes import SPECS, generate
+from homes import SPECS, local_home
 
 
 def _pack_bytes(store: Path) -> int:
@@ -48,15 +46,8 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=None)
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="roam-prune-shrink-"))
+    home, env, roam = local_home(work, args.home)
     store = work / "store"
-    shutil.rmtree(store, ignore_errors=True)
-    store.mkdir(parents=True)
-    home = work / f"home-{args.home}"
-    generate(SPECS[args.home], home, {"backend": "local", "local_dir": str(store)})
-    shutil.rmtree(home / "roam", ignore_errors=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ROAM_", "HERMES_"))}
-    env["ROAM_ARCHIVE_KEY"] = os.urandom(32).hex()
-    roam = [sys.executable, "-m", "roam_core.cli.main", "--home", str(home)]
 
     def run(*words: str) -> str:
         done = subprocess.run([*roam, *words], env=env, capture_output=True, text=True)

@@ -16,7 +16,6 @@ import argparse
 import json
 import os
 import resource
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -25,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from homes import SPECS, generate
+from homes import SPECS, local_home
 
 
 def main() -> int:
@@ -34,15 +33,7 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=None)
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="roam-scan-cost-"))
-    store = work / "store"
-    shutil.rmtree(store, ignore_errors=True)
-    store.mkdir(parents=True)
-    home = work / f"home-{args.home}"
-    generate(SPECS[args.home], home, {"backend": "local", "local_dir": str(store)})
-    shutil.rmtree(home / "roam", ignore_errors=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ROAM_", "HERMES_"))}
-    env["ROAM_ARCHIVE_KEY"] = os.urandom(32).hex()
-    roam = [sys.executable, "-m", "roam_core.cli.main", "--home", str(home)]
+    _home, env, roam = local_home(work, args.home)
     subprocess.run([*roam, "init"], env=env, check=True, capture_output=True)
     before = _children_cpu()
     started = time.perf_counter()
