@@ -117,6 +117,8 @@ class GitBackend(Backend):
         self._cache: OrderedDict[str, bytes] = OrderedDict()
         self._cache_bytes = 0
         self._loading: dict[str, Future[bytes]] = {}  # sha -> the read running for it
+        #: the tip `ping` saw, in which operation and when (the next look may use it)
+        self._looked: tuple[str | None, Deadline | None, float] | None = None
 
     # -- plumbing helpers -------------------------------------------------------------------
 
@@ -144,7 +146,14 @@ class GitBackend(Backend):
             self._prepare()
             view = self._view
             with self.mirror.locked(CONNECT_BUDGET):
-                remote = self.mirror.remote_tip()
+                looked, self._looked = self._looked, None
+                if looked is not None and looked[1] is _deadline.current() is not None \
+                        and time.monotonic() - looked[2] < MISS_REFRESH_INTERVAL:
+                    # this operation's reachability check (`ping`) just listed the remote:
+                    # listing it again before the fetch would cost one more round trip
+                    remote = looked[0]
+                else:
+                    remote = self.mirror.remote_tip()
                 if remote is None:
                     self.mirror.set_tracking(None)
                     tip = None
@@ -439,7 +448,13 @@ class GitBackend(Backend):
         return self.mirror.remote_tip()
 
     def ping(self) -> None:
-        self.remote_tip()
+        """One look at the remote (capped, so a blackhole fails fast); the next look reuses it.
+
+        A joining device pings and then reads HEAD at once: that read fetches the tip this
+        look saw instead of listing the remote a second time.
+        """
+        tip = self.remote_tip()
+        self._looked = (tip, _deadline.current(), time.monotonic())
 
     def create_remote(self) -> None:
         with self._publish:
