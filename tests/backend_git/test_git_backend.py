@@ -225,6 +225,11 @@ def test_users_git_config_cannot_break_the_plumbing(
 
 def test_the_mirror_packs_its_loose_objects(repo: Path, open_backend: Opener,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Staged objects are packed already (staging.py), but a small fetch leaves loose ones.
+
+    git unpacks a fetch of fewer than 100 objects into loose files (and write-tree and
+    commit-tree write loose trees and commits): the upkeep after a publish packs them.
+    """
     from roam_backend_git import mirror
 
     # `gc --auto` estimates loose objects from the folder objects/17 alone: contents whose
@@ -237,18 +242,23 @@ def test_the_mirror_packs_its_loose_objects(repo: Path, open_backend: Opener,
         raise AssertionError("no content found")
 
     monkeypatch.setattr(mirror, "GC_AUTO", 100)
+    other = open_backend(file_url(repo))  # another device, publishing small generations
     backend = open_backend(file_url(repo))
-    version = None
     contents = {}
     for number in range(3):
         for item in range(4):
             key = f"packs/{number:02x}/{item:062x}"
             contents[key] = landing_in_17(number * 10 + item)
-            backend.put_new(key, contents[key])
-        version = backend.swap_ref("HEAD", f"head {number}".encode(), version)
+            other.put_new(key, contents[key])
+        seen = other.read_ref("HEAD")
+        other.swap_ref("HEAD", f"head {number}".encode(), seen and seen[1])
+        # this device fetches them (unpacked into loose objects) and then publishes
+        seen = backend.read_ref("HEAD")
+        backend.put_new(f"data/{number}", b"x")
+        backend.swap_ref("HEAD", f"head {number}b".encode(), seen and seen[1])
     counts = dict(line.split(": ") for line in
                   _git(backend.mirror.path, "count-objects", "-v").splitlines())
     assert int(counts["packs"]) >= 1
-    assert int(counts["count"]) < len(contents)  # the committed objects were packed
+    assert int(counts["count"]) < len(contents)  # the fetched loose objects were packed
     for key, data in contents.items():
         assert backend.get(key) == data  # still readable after packing

@@ -475,6 +475,11 @@ class GitBackend(Backend):
         return checks(self)
 
     def close(self) -> None:
+        try:
+            # staged objects stay readable for a retry, as loose objects did
+            self.mirror.staging.finish()
+        except BackendError as failure:
+            log.info("roam: git mirror staging not finished: %s", failure)
         with self._state:
             self._cache.clear()
             self._cache_bytes = 0

@@ -1,9 +1,10 @@
 """The local mirror: a bare repository and the plumbing roam runs in it.
 
-No checkout and no working tree: blobs are written with `hash-object`, trees with a private
-index (`read-tree`, `update-index --index-info`, `write-tree`) and commits with
-`commit-tree`. The last tip seen on the remote is kept in `refs/roam/<namespace>/tip`, one
-namespace per remote and branch, so changing `git_remote` never mixes two stores.
+No checkout and no working tree: blobs are written by roam into one pack per commit
+(staging.py), trees with a private index (`read-tree`, `update-index --index-info`,
+`write-tree`) and commits with `commit-tree`. The last tip seen on the remote is kept in
+`refs/roam/<namespace>/tip`, one namespace per remote and branch, so changing `git_remote`
+never mixes two stores.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from roam_backend_git.config import GitSettings
 from roam_backend_git.runner import GitRunner, classify
+from roam_backend_git.staging import TMP_PREFIX, StagingPack
 from roam_core.plugin import CONNECT_BUDGET, BackendError, TransientBackendError
 
 _PUSH_OK_FLAGS = (" ", "+", "*", "=", "-")
@@ -26,6 +28,8 @@ _PUSH_OK_FLAGS = (" ", "+", "*", "=", "-")
 GC_AUTO = 6700
 #: At most this long for that packing; git's gc is safe to stop at any point.
 GC_CAP = 120.0
+#: A staging pack untouched this long belongs to a process that died: removed at upkeep.
+STALE_STAGING = 24 * 3600.0
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,7 @@ class Mirror:
         self.git = runner
         self.branch_ref = f"refs/heads/{settings.branch}"
         self.tracking_ref = f"refs/roam/{settings.namespace}/tip"
+        self.staging = StagingPack(path / "objects" / "pack")
 
     # -- setup and locking -----------------------------------------------------------------
 
@@ -136,6 +141,11 @@ class Mirror:
         files per large push. In the foreground (no detached gc outliving roam), and without
         delta search: roam's objects are encrypted, so deltas cannot shrink them.
         """
+        cutoff = time.time() - STALE_STAGING
+        for leftover in (self.path / "objects" / "pack").glob(f"{TMP_PREFIX}*"):
+            with contextlib.suppress(OSError):
+                if leftover.stat().st_mtime < cutoff:
+                    leftover.unlink()
         self.git.run(["-c", f"gc.auto={GC_AUTO}", "-c", "gc.autoDetach=false",
                       "-c", "pack.window=0", "-c", "gc.autoPackLimit=50",
                       "gc", "--auto", "--quiet"], action="gc (local mirror)", cap=GC_CAP)
@@ -176,11 +186,13 @@ class Mirror:
         return entries
 
     def hash_blob(self, data: bytes) -> str:
-        out = self.git.run(["hash-object", "-w", "--no-filters", "--stdin"],
-                           action="hash-object", input=data).stdout
-        return out.decode().strip()
+        """Stage `data` as a blob for the next commit; its object id."""
+        return self.staging.add(data)
 
     def read_blob(self, sha: str) -> bytes:
+        staged = self.staging.read(sha)
+        if staged is not None:
+            return staged
         return self.git.run(["cat-file", "blob", sha], action="cat-file").stdout
 
     def commit(self, parent: str | None, entries: Iterable[tuple[str, str]],
@@ -191,6 +203,7 @@ class Mirror:
         tree but not its history, so what only older commits hold is unreachable from the
         branch (a deletion: see GitBackend.delete).
         """
+        self.staging.finish()  # write-tree checks that every blob exists
         index = self.path / f"roam-index-{secrets.token_hex(8)}"
         env = {"GIT_INDEX_FILE": str(index)}
         try:
