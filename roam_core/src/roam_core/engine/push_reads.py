@@ -13,7 +13,7 @@ no round trip of its own, each runs when first asked, as before.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Generic, TypeVar
 
@@ -58,7 +58,7 @@ class PushReads:
         self._marked = _Later(lambda: lease_module.marked_keys(repo), self._pool)
         self._probe: _Later[None] | None = None
 
-    def known_blobs(self) -> dict[str, BlobRef]:
+    def known_blobs(self) -> MutableMapping[str, BlobRef]:
         """`Repository.known_blobs`, read when the push started."""
         self._voids.result()
         return self._known.result()

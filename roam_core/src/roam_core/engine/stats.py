@@ -10,15 +10,18 @@ compression.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from roam_core.engine.history import generations
+from roam_core.engine.progress import ProgressSink
 from roam_core.engine.session import Session
 from roam_core.errors import IntegrityError
-from roam_core.store.parallel import ParallelReads, read_workers
+from roam_core.store.catalog import ID_SIZE
 from roam_core.store.repository import Repository
+from roam_core.store.tree_walk import walk_trees
 
 #: Generations in the growth table unless `--last` says otherwise.
 DEFAULT_LAST = 10
@@ -79,27 +82,34 @@ class StoreStats:
 
 @dataclass
 class _Tree:
-    """What one tree holds, reduced to what the numbers need."""
+    """What one tree holds, reduced to what the numbers need (no parsed entries kept)."""
 
-    blobs: dict[str, int]  # blob id → sealed length, for the files directly in the tree
+    blobs: bytes  # the binary ids of the blobs of the files directly in the tree
+    lengths: array  # each one's sealed length
     ref_bytes: int  # the files' blob bytes, counted once per reference
     children: list[str]
 
 
-def store_stats(session: Session, last: int = DEFAULT_LAST) -> StoreStats:
-    """Measure the store `session` is configured for (it must be initialised here)."""
+def store_stats(session: Session, last: int = DEFAULT_LAST,
+                progress: ProgressSink | None = None) -> StoreStats:
+    """Measure the store `session` is configured for (it must be initialised here).
+
+    `progress` hears of each generation read and each tree reduced.
+    """
     session.require_state()
     repo = session.repo
     chain = list(generations(session))  # newest first
     chain.reverse()
-    trees = _load_trees(repo, [gen.snapshot.root for gen in chain])
+    if progress is not None:
+        progress.begin(len(chain), 0)
+    trees = _load_trees(repo, [gen.snapshot.root for gen in chain], progress)
     totals: dict[str, int] = {}  # tree id → ref bytes under it, once per path
-    sizes: dict[str, int] = {}  # blob id → sealed length
-    first_seen: set[str] = set()
+    sizes: dict[bytes, int] = {}  # binary blob id → sealed length
+    first_seen: set[bytes] = set()
     growth: list[Growth] = []
     ref_bytes = 0
-    current: set[str] = set()
-    older: set[str] = set()
+    current: set[bytes] = set()
+    older: set[bytes] = set()
     for gen in chain:
         blobs = _reachable_blobs(trees, gen.snapshot.root, sizes)
         ref_bytes += _ref_bytes(trees, gen.snapshot.root, totals)
@@ -110,8 +120,11 @@ def store_stats(session: Session, last: int = DEFAULT_LAST) -> StoreStats:
                              sum(sizes[blob] for blob in added)))
         older |= current
         current = blobs
+        if progress is not None:
+            progress.advance(0, files=1)
+    del first_seen
     referenced = sum(sizes.values())
-    objects, indexed = _objects(repo)
+    objects, unreferenced = _objects(repo, sizes)
     per_device: dict[str, int] = {}
     for gen in chain:
         per_device[gen.snapshot.device] = per_device.get(gen.snapshot.device, 0) + 1
@@ -122,34 +135,32 @@ def store_stats(session: Session, last: int = DEFAULT_LAST) -> StoreStats:
         newest=info[-1] if info else None, per_device=per_device, objects=objects,
         referenced_bytes=referenced, current_bytes=sum(sizes[blob] for blob in current),
         older_only_bytes=sum(sizes[blob] for blob in older - current),
-        unreferenced_bytes=sum(size for blob, size in indexed.items() if blob not in sizes),
+        unreferenced_bytes=unreferenced,
         dedup_ratio=round(ref_bytes / referenced, 3) if referenced else None,
         growth=growth[-last:] if last > 0 else [])
 
 
-def _load_trees(repo: Repository, roots: Iterable[str]) -> dict[str, _Tree]:
-    """Every tree under `roots`, each read once, level by level, each level in parallel.
+def _load_trees(repo: Repository, roots: Iterable[str],
+                progress: ProgressSink | None) -> dict[str, _Tree]:
+    """Every tree under `roots`, each read once and reduced at once (`walk_trees`).
 
     Format 2: each tree pack is read whole at its first touch (`whole_packs`), not per level.
     """
     trees: dict[str, _Tree] = {}
-    level = sorted(set(roots))
-    try:
-        with ParallelReads(read_workers(repo.backend)) as reads:
-            while level:
-                below: set[str] = set()
-                for tree_id, entries in repo.load_trees(level, reads,
-                                                        whole_packs=True).items():
-                    tree = trees[tree_id] = _reduce(tree_id, entries)
-                    below.update(tree.children)
-                level = sorted(below - trees.keys())
-    finally:
-        repo.drop_held_trees()
+
+    def reduce(tree_id: str, entries: dict[str, Any]) -> list[str]:
+        tree = trees[tree_id] = _reduce(tree_id, entries)
+        if progress is not None:
+            progress.advance(0)
+        return tree.children
+
+    walk_trees(repo, roots, reduce, whole_packs=True)
     return trees
 
 
 def _reduce(tree_id: str, entries: dict[str, Any]) -> _Tree:
-    blobs: dict[str, int] = {}
+    ids: list[bytes] = []
+    lengths = array("Q")
     ref_bytes = 0
     children: list[str] = []
     try:
@@ -158,22 +169,29 @@ def _reduce(tree_id: str, entries: dict[str, Any]) -> _Tree:
                 children.append(str(node["tree"]))
                 continue
             for ref in node["blobs"]:
-                blobs[str(ref[0])] = int(ref[3])
+                ids.append(bytes.fromhex(ref[0]))
+                lengths.append(int(ref[3]))
                 ref_bytes += int(ref[3])
     except (KeyError, TypeError, ValueError, IndexError, OverflowError):
         raise IntegrityError(f"integrity error: tree {tree_id} is malformed") from None
-    return _Tree(blobs, ref_bytes, children)
+    blobs = b"".join(ids)
+    if len(blobs) != ID_SIZE * len(ids):
+        raise IntegrityError(f"integrity error: tree {tree_id} is malformed")
+    return _Tree(blobs, lengths, ref_bytes, children)
 
 
-def _reachable_blobs(trees: dict[str, _Tree], root: str, sizes: dict[str, int]) -> set[str]:
-    """The distinct blobs of one generation; notes each one's size in `sizes`."""
-    found: set[str] = set()
+def _reachable_blobs(trees: dict[str, _Tree], root: str, sizes: dict[bytes, int]
+                     ) -> set[bytes]:
+    """The distinct blobs of one generation (binary ids); notes each one's size in `sizes`."""
+    found: set[bytes] = set()
     seen = {root}
     stack = [root]
     while stack:
         tree = trees[stack.pop()]
-        found.update(tree.blobs)
-        sizes.update(tree.blobs)
+        for at, length in enumerate(tree.lengths):
+            blob = tree.blobs[at * ID_SIZE:(at + 1) * ID_SIZE]
+            found.add(blob)
+            sizes[blob] = length
         for child in tree.children:
             if child not in seen:
                 seen.add(child)
@@ -191,22 +209,25 @@ def _ref_bytes(trees: dict[str, _Tree], tree_id: str, totals: dict[str, int]) ->
     return totals[tree_id]
 
 
-def _objects(repo: Repository) -> tuple[dict[str, KindStats], dict[str, int]]:
+def _objects(repo: Repository, sizes: dict[bytes, int]
+             ) -> tuple[dict[str, KindStats], int]:
     """Counts by kind from the listings; pack bytes from the indexes' spans.
 
-    Also every indexed blob's sealed length (a blob held twice counts each copy once in its
-    pack's bytes, once here).
+    Also the bytes of indexed blobs no generation references (`sizes` holds the referenced
+    ones): each such blob once, though its copies each count in their packs' bytes.
     """
     packs = {key.rpartition("/")[2] for key in repo.backend.list("packs/")}
     pack_bytes: dict[str, int] = {}
-    indexed: dict[str, int] = {}
+    unreferenced: dict[bytes, int] = {}
     lost = repo.voided()[0]
     for refs in repo.indexes().values():
         for blob_id, pack, _offset, length in refs:
             name = str(pack).rpartition("/")[2]
             if name in packs and pack not in lost:
                 pack_bytes[name] = pack_bytes.get(name, 0) + int(length)
-                indexed[str(blob_id)] = int(length)
+                binary = bytes.fromhex(str(blob_id))
+                if binary not in sizes:
+                    unreferenced[binary] = int(length)
     # format 2: trees live in tree packs, which count as packs; each tree as a tree
     places = repo.tree_places()
     for copies in places.values():
@@ -224,4 +245,4 @@ def _objects(repo: Repository) -> tuple[dict[str, KindStats], dict[str, int]]:
         loose = objects["trees"].count
         objects["trees"] = KindStats(loose + len(places), sum(
             int(copies[0][3]) for copies in places.values()), loose)
-    return objects, indexed
+    return objects, sum(unreferenced.values())

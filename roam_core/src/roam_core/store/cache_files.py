@@ -3,24 +3,27 @@
 from __future__ import annotations
 
 import os
-import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from roam_core import boundedjson
-from roam_core.store.manifest import is_hex64
+from roam_core.store.catalog import compact
+from roam_core.store.manifest import BlobRef, is_hex64
+
+#: One index's (blob refs, tree refs), each a `roam_core.store.catalog.RefTable`.
+Entries = tuple[Sequence[BlobRef], Sequence[BlobRef]]
 
 
-def read_known(path: Path) -> dict[str, tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]]:
-    """The index cache: index id → (blob refs, tree refs), each ref a tuple.
+def read_known(path: Path) -> dict[str, Entries]:
+    """The index cache: index id → (blob refs, tree refs), each a compact `RefTable`.
 
     A line is `[id, blobs]`, or `[id, blobs, trees]` for a tree pack; a damaged line is
-    dropped (that index is read again). Read line by line, each ref kept as a tuple whose
-    pack key is one string per pack: at 100,000 files the parsed lists were the largest
-    part of a push's memory (issue 22).
+    dropped (that index is read again). Read line by line, each line's refs packed into
+    arrays at once (`roam_core.store.catalog`): at 100,000 files the parsed lists were the
+    largest part of a push's memory (issue 22), and of a prune's or a rotation's (issue 23).
     """
-    known: dict[str, tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]] = {}
+    known: dict[str, Entries] = {}
     try:
         with path.open(encoding="utf-8") as handle:
             for line in handle:
@@ -32,8 +35,7 @@ def read_known(path: Path) -> dict[str, tuple[list[tuple[Any, ...]], list[tuple[
     return known
 
 
-def _known_entry(line: str) -> tuple[str, tuple[list[tuple[Any, ...]],
-                                                list[tuple[Any, ...]]]] | None:
+def _known_entry(line: str) -> tuple[str, Entries] | None:
     try:
         index_id, refs, *rest = boundedjson.loads(line, "index cache")
     except (ValueError, TypeError):
@@ -41,12 +43,10 @@ def _known_entry(line: str) -> tuple[str, tuple[list[tuple[Any, ...]],
     trees = rest[0] if len(rest) == 1 else None if rest else []
     if not (is_hex64(index_id) and _refs(refs) and _refs(trees)):
         return None
-    return index_id, (_compact(refs), _compact(trees))  # type: ignore[arg-type]
-
-
-def _compact(refs: list[list[Any]]) -> list[tuple[Any, ...]]:
-    return [(ref[0], sys.intern(ref[1]) if isinstance(ref[1], str) else ref[1], ref[2], ref[3])
-            for ref in refs]
+    try:
+        return index_id, (compact(refs), compact(trees))  # type: ignore[arg-type]
+    except ValueError:
+        return None
 
 
 def _refs(refs: object) -> bool:

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import BinaryIO
 
 from roam_core import crypto, libc
 from roam_core.store import codec
+from roam_core.store.catalog import KnownBlobs
 from roam_core.store.gate import UploadGate
 from roam_core.store.manifest import BlobRef
 from roam_core.store.objects import CHUNK_SIZE, PACK_TARGET, pack_key
@@ -45,14 +46,15 @@ def release_free_memory() -> None:
 class Packer:
     """Collects new blobs into packs and uploads them; one per push."""
 
-    def __init__(self, repo: Repository, known: dict[str, BlobRef], *,
+    def __init__(self, repo: Repository, known: Mapping[str, BlobRef], *,
                  workers: int | None = None,
                  present: Callable[[str], bool] | None = None,
                  gate: UploadGate | None = None) -> None:
         self.repo = repo
         #: Sealed packs wait here before anything is stored (None: stored at once).
         self._gate = gate
-        self.known = dict(known)
+        # a view over the catalogue's blob table, not a dict of every blob (issue 23)
+        self.known = known.copy() if isinstance(known, KnownBlobs) else dict(known)
         #: Confirms a known blob's pack is still stored before it is referenced (None: trusted).
         self._present = present
         #: Packs a known blob named that the store no longer holds: their blobs went again.

@@ -21,7 +21,8 @@ from roam_core import crypto
 from roam_core.errors import ArchiveKeyError, IntegrityError, ObjectNotFound, UserError
 from roam_core.storage import Backend
 from roam_core.store import codec, reached
-from roam_core.store.cache_files import read_known, write_cache, write_known
+from roam_core.store.cache_files import Entries, read_known, write_cache, write_known
+from roam_core.store.catalog import BlobTable, KnownBlobs, RefTable, compact
 from roam_core.store.content import ContentSource, checked_content
 from roam_core.store.manifest import (
     MAX_FOLDERS,
@@ -90,7 +91,7 @@ class Repository(TreeReads):
         self._held_trees = HeldTrees()
         #: The index cache as read (and appended to) by this process: parsed once, however
         #: many of the blob table, the tree places and the locations ask for it.
-        self._known_cache: dict[str, tuple[list[BlobRef], list[Any]]] | None = None
+        self._known_cache: dict[str, Entries] | None = None
 
     # -- HEAD ----------------------------------------------------------------------------
 
@@ -523,11 +524,13 @@ class Repository(TreeReads):
     def read_content(self, entry: FileEntry) -> bytes:
         return b"".join(self.iter_content(entry))
 
-    def known_blobs(self) -> dict[str, BlobRef]:
+    def known_blobs(self) -> KnownBlobs:
         """Every blob the store holds and where, from its index objects (cached per device).
 
         The cache (`indexes/known.jsonl`) holds one line per index already read: a push
-        appends the new ones instead of rewriting them all.
+        appends the new ones instead of rewriting them all. A mapping over the compact
+        catalogue (`roam_core.store.catalog`), not a dict of every blob; what a caller sets
+        or deletes stays in its own view.
         """
         catalog = self._catalog()
         lost_packs = self.voided()[0]
@@ -537,22 +540,21 @@ class Repository(TreeReads):
                 # would otherwise list (and parse the cache of) every index twice
                 self._tree_places = places_of(catalog, lost_packs)
         # the cache holds only what load_index checked: no per-field conversion here
-        return {ref[0]: ref for blobs, _trees in catalog.values()
-                for ref in blobs if ref[1] not in lost_packs}
+        return KnownBlobs(BlobTable([_live(blobs, lost_packs)
+                                     for blobs, _trees in catalog.values()]))
 
-    def indexes(self) -> dict[str, list[BlobRef]]:
+    def indexes(self) -> dict[str, Sequence[BlobRef]]:
         """Each index the store lists (less voided ones) → its blob refs, read once per device.
 
         A tree pack's index has no blob refs (its trees: `tree_places`).
         """
         return {index_id: blobs for index_id, (blobs, _trees) in self._catalog().items()}
 
-    def index_entries(self) -> dict[str, tuple[list[BlobRef], list[Any]]]:
+    def index_entries(self) -> dict[str, Entries]:
         """Each index the store lists (less voided ones) → (blob refs, tree refs)."""
         return self._catalog()
 
-    def _catalog(self, tolerant: bool = False
-                 ) -> dict[str, tuple[list[BlobRef], list[Any]]]:
+    def _catalog(self, tolerant: bool = False) -> dict[str, Entries]:
         """Each index the store lists (less voided ones) → (blob refs, tree refs).
 
         `tolerant`: an index that fails its checks is left out (and read again next time)
@@ -575,7 +577,7 @@ class Repository(TreeReads):
         with ParallelReads(read_workers(self.backend)) as reads:
             loaded = reads.map(self._tolerant_index if tolerant else self._index_or_foreign,
                                missing)
-        added = {index_id: (list(found[0]), list(found[1]))
+        added = {index_id: (compact(found[0]), compact(found[1]))
                  for index_id, found in zip(missing, loaded, strict=True) if found is not None}
         known.update(added)
         with self._known_lock:
@@ -694,13 +696,12 @@ class Repository(TreeReads):
         index_id = self._write_json(crypto.KIND_INDEX, value, index_key)
         cache = self._cache_path("indexes", KNOWN_FILE)
         if cache is not None:
-            line = _known_line(index_id, [list(ref) for ref in refs],
-                               [list(ref) for ref in trees])
+            line = _known_line(index_id, refs, trees)
             with self._known_lock:  # packs are stored by two threads at once
                 write_known(cache, [line], append=True)
         with self._known_lock:
             if self._known_cache is not None:
-                self._known_cache[index_id] = (list(refs), list(trees))
+                self._known_cache[index_id] = (compact(refs), compact(trees))
         with self._places_lock:
             if self._tree_places is not None:
                 for ref in trees:
@@ -708,10 +709,19 @@ class Repository(TreeReads):
         return index_id
 
 
+def _live(refs: Sequence[BlobRef], lost: frozenset[str]) -> Sequence[BlobRef]:
+    """An index's refs less those in a lost (voided) pack: a table is one pack's, whole."""
+    if isinstance(refs, RefTable):
+        return () if refs.pack in lost else refs
+    return [ref for ref in refs if ref[1] not in lost]
+
+
 def _known_line(index_id: str, blobs: Sequence[Sequence[Any]],
                 trees: Sequence[Sequence[Any]]) -> str:
     """One line of the index cache; a tree pack's line carries its trees third."""
-    return json.dumps([index_id, blobs, trees] if trees else [index_id, blobs])
+    rows = [list(ref) for ref in blobs]
+    return json.dumps([index_id, rows, [list(ref) for ref in trees]] if trees
+                      else [index_id, rows])
 
 
 def _check_id(object_id: str, what: str) -> None:
