@@ -17,7 +17,7 @@ from array import array
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
 from typing import Any, overload
 
-from roam_core.store.manifest import BlobRef
+from roam_core.store.manifest import BlobRef, is_hex64
 
 #: Bytes of one binary id (a SHA-256-sized keyed name).
 ID_SIZE = 32
@@ -92,6 +92,8 @@ def compact(refs: Iterable[Sequence[Any]]) -> Sequence[BlobRef]:
     pack = refs[0][1]
     if not isinstance(pack, str) or any(ref[1] != pack for ref in refs):
         return [tuple(ref) for ref in refs]  # type: ignore[misc]
+    if not all(is_hex64(ref[0]) for ref in refs):
+        raise ValueError("malformed ref id")  # fromhex would take upper case and spaces
     try:
         ids = b"".join(bytes.fromhex(ref[0]) for ref in refs)
         offsets = array("Q", (ref[2] for ref in refs))

@@ -621,10 +621,15 @@ class Repository(TreeReads):
         data = self._read_json(crypto.KIND_INDEX, index_id, index_key(index_id), "indexes")
         try:
             pack = str(data["pack"])
-            return ([(str(b[0]), pack, int(b[1]), int(b[2])) for b in data["blobs"]],
-                    [(str(t[0]), pack, int(t[1]), int(t[2])) for t in data.get("trees", [])])
+            found = ([(str(b[0]), pack, int(b[1]), int(b[2])) for b in data["blobs"]],
+                     [(str(t[0]), pack, int(t[1]), int(t[2])) for t in data.get("trees", [])])
         except (KeyError, TypeError, ValueError, IndexError, OverflowError):  # int(inf)
             raise IntegrityError(f"integrity error: index {index_id} is malformed") from None
+        # what the compact catalogue holds (`roam_core.store.catalog`): ids, whole numbers
+        if not all(is_hex64(ref[0]) and 0 <= ref[2] < 1 << 63 and 0 <= ref[3] < 1 << 63
+                   for refs in found for ref in refs):
+            raise IntegrityError(f"integrity error: index {index_id} is malformed")
+        return found
 
     def voided(self) -> tuple[frozenset[str], frozenset[str]]:
         """(packs, indexes) that void records say are lost or damaged: never counted on."""
