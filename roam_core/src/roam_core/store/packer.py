@@ -2,9 +2,10 @@
 
 A push streams each changed file through `Packer.add_file` in fixed-size chunks, so memory
 stays bounded by a few packs whatever the file's size. Chunks are named (hashed) in the
-caller's thread; a full pack's chunks are compressed, sealed and stored by an upload worker.
-Blobs the store already holds are referenced, not uploaded again. Packs are written before
-the snapshot that needs them.
+caller's thread; a full pack's chunks are compressed and sealed by a sealing thread, then
+stored (the pack, then its index) by a store thread (`pipeline.PackStages`). Blobs the store
+already holds are referenced, not uploaded again. Packs are written before the snapshot that
+needs them.
 """
 
 from __future__ import annotations
@@ -20,14 +21,25 @@ from roam_core.store.catalog import KnownBlobs
 from roam_core.store.gate import UploadGate
 from roam_core.store.manifest import BlobRef
 from roam_core.store.objects import CHUNK_SIZE, PACK_TARGET, pack_key
+from roam_core.store.pipeline import PackStages
 from roam_core.store.repository import Repository
-from roam_core.store.uploads import Uploads, put_once, workers_for
+from roam_core.store.uploads import put_once
 
 #: What sealing adds to a blob, at most (codec byte, header, tag): counted towards a pack's
 #: size so that a pack of many small blobs still fits a backend's object size limit.
 BLOB_OVERHEAD = 64
-#: Threads sealing and storing packs.
+#: Threads sealing packs: compressing and encrypting is processor work, two use two cores.
 PACK_WORKERS = 2
+#: Packs stored at once on a remote store: each costs two round trips (the pack, then its
+#: index), spent waiting, so at 100 ms RTT two sealers outrun two uploads (measurements in
+#: docs/benchmarks.md). Elsewhere a store is disk work (or git's staging, processor work).
+REMOTE_STORERS = 6
+LOCAL_STORERS = 2
+#: Bytes the sealing and store stages hold at once (raw until sealed, sealed until stored).
+#: On a remote store: five packs of incompressible data, more of text. Elsewhere three packs,
+#: as before the stages were split.
+REMOTE_PACK_BYTES = 80 * 1024 * 1024
+LOCAL_PACK_BYTES = 48 * 1024 * 1024
 #: Chunks shorter than this are copied into a buffer of their own size before they wait.
 SMALL_CHUNK = 1024 * 1024
 
@@ -65,11 +77,7 @@ class Packer:
         self._raw: list[tuple[str, bytes]] = []  # chunks waiting for the current pack
         self._raw_bytes = 0
         self._queued: set[str] = set()
-        # Two packs are sealed and stored at once: enough for two cores and, with a pack
-        # being read beside them, for a remote store. More threads would each keep
-        # pack-sized buffers in their own allocator arena (resident memory, never used).
-        self._uploads = Uploads(repo.backend, workers if workers is not None
-                                else min(PACK_WORKERS, workers_for(repo.backend)))
+        self._stages = _stages(repo, workers)
         self._lock = threading.Lock()
         #: Packs handed to a worker and not yet sealed (their names unknown until then).
         self._sealing = 0
@@ -134,12 +142,12 @@ class Packer:
         self._raw, self._raw_bytes = [], 0
         with self._lock:
             self._sealing += 1
-        # compressing and sealing run in the upload workers, beside the main thread's reading
-        # and hashing: a first push uses both cores
-        self._uploads.run(lambda: self._pack(blobs), size)
+        # compressing and sealing run in the sealing threads, beside the main thread's
+        # reading and hashing (a first push uses both cores); storing in the store threads
+        self._stages.submit(lambda: self._pack(blobs), size)
 
-    def _pack(self, blobs: list[tuple[str, bytes]]) -> None:
-        """Seal `blobs` into one pack, store it, then its index (never the other way)."""
+    def _pack(self, blobs: list[tuple[str, bytes]]) -> tuple[Callable[[], None], int]:
+        """Seal `blobs` into one pack; returns the job that stores it, and its size."""
         try:
             data, refs = self._seal(blobs)
         except BaseException:
@@ -150,6 +158,10 @@ class Packer:
             with self._lock:
                 self._sealing -= 1
                 self._sealed.notify_all()
+        return lambda: self._store(data, refs), len(data)
+
+    def _store(self, data: bytes, refs: list[BlobRef]) -> None:
+        """Store a sealed pack, then its index (never the other way)."""
         pack = refs[0][1]
         if self._gate is not None:
             self._gate.wait()  # GateClosed: the sealed pack is dropped, never stored
@@ -207,13 +219,27 @@ class Packer:
     def abandon(self) -> None:
         """Stop the upload workers without storing what is buffered (the gate is closed)."""
         self._raw, self._raw_bytes = [], 0
-        self._uploads.close()
+        self._stages.close()
 
     def finish(self) -> dict[str, BlobRef]:
         """Upload what is buffered, wait for every upload; return where each new blob lives."""
         try:
             self._flush()
-            self._uploads.wait()
+            self._stages.wait()
         finally:
-            self._uploads.close()
+            self._stages.close()
         return self.locations
+
+
+def _stages(repo: Repository, workers: int | None) -> PackStages:
+    """The sealing and store stages for `repo`'s backend.
+
+    `workers` is the number of store threads; 1 runs everything in the caller's thread.
+    """
+    remote = repo.backend.capabilities.remote
+    if workers is None:
+        workers = REMOTE_STORERS if remote else LOCAL_STORERS
+    # More sealers would each keep pack-sized buffers in their own allocator arena
+    # (resident memory, never used again).
+    sealers = min(PACK_WORKERS, workers) if workers > 1 else 0
+    return PackStages(sealers, workers, REMOTE_PACK_BYTES if remote else LOCAL_PACK_BYTES)
