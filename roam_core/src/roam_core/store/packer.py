@@ -32,7 +32,7 @@ BLOB_OVERHEAD = 64
 PACK_WORKERS = 2
 #: Packs stored at once on a remote store: each costs two round trips (the pack, then its
 #: index), spent waiting, so at 100 ms RTT two sealers outrun two uploads (measurements in
-#: docs/benchmarks.md). Elsewhere a store is disk work (or git's staging, processor work).
+#: docs/benchmarks.md). Elsewhere a store is disk work (or git's staging: processor work).
 REMOTE_STORERS = 6
 LOCAL_STORERS = 2
 #: Bytes the sealing and store stages hold at once (raw until sealed, sealed until stored).
@@ -236,7 +236,10 @@ def _stages(repo: Repository, workers: int | None) -> PackStages:
 
     `workers` is the number of store threads; 1 runs everything in the caller's thread.
     """
-    remote = repo.backend.capabilities.remote
+    capabilities = repo.backend.capabilities
+    # a batched backend (git) stages each pack on local disk and publishes once at the end:
+    # its stores are disk and processor work, not round trips
+    remote = capabilities.remote and not capabilities.batched_publish
     if workers is None:
         workers = REMOTE_STORERS if remote else LOCAL_STORERS
     # More sealers would each keep pack-sized buffers in their own allocator arena
