@@ -7,7 +7,7 @@ most PUTs in flight at once, the time-weighted mean of pack PUTs in flight, and 
 breakdown read from the proxy's log (start to first pack PUT, the packs' span, trees and
 index tail, snapshot to HEAD). Then the medians per RTT and tool, and the load average.
 
-    python bench/push_uploads.py 0,40,100 /tmp/workdir 3 [--before /path/to/checkout]
+    python bench/push_uploads.py 0,40,100 /tmp/workdir 3 [--before CHECKOUT] [--after CHECKOUT]
 """
 
 from __future__ import annotations
@@ -76,6 +76,8 @@ def main() -> None:
     parser.add_argument("workdir", type=Path)
     parser.add_argument("runs", type=int)
     parser.add_argument("--before", type=Path, help="a second roam checkout (with .venv)")
+    parser.add_argument("--after", type=Path, default=REPO,
+                        help="the roam checkout measured (with .venv); this one by default")
     parser.add_argument("--home", default="large")
     args = parser.parse_args()
     restic_binary = ensure_restic()
@@ -83,10 +85,21 @@ def main() -> None:
     base = Bench(args.workdir, restic_binary, args.runs, say)
     home = base.home(args.home)
     listing = args.workdir / f"{args.home}.files"
-    tools = {"after": [str(Path(REPO / ".venv/bin/roam"))]}
+    tools = {"after": [str(args.after / ".venv/bin/roam")]}
     if args.before:
         tools["before"] = [str(args.before / ".venv/bin/roam")]
     loads = [measure.loadavg()]
+    try:
+        results = _runs(args, base, home, listing, tools, loads)
+    finally:
+        base.trash.empty()
+    _report(results, loads)
+
+
+def _runs(args: argparse.Namespace, base: Bench, home: Path, listing: Path,
+          tools: dict[str, list[str]], loads: list[str]
+          ) -> dict[tuple[float, str], list[dict[str, float]]]:
+    """Each tool's first push (restic's first backup) `args.runs` times at each RTT."""
     results: dict[tuple[float, str], list[dict[str, float]]] = {}
     with s3_server() as server:
         port = int(server.endpoint_url.rpartition(":")[2])  # type: ignore[attr-defined]
@@ -119,6 +132,11 @@ def main() -> None:
                         say(f"{rtt * 1000:.0f} ms {tool} run {run + 1}: "
                             + ", ".join(f"{k} {v:.2f}" for k, v in row.items()))
                     loads.append(measure.loadavg())
+    return results
+
+
+def _report(results: dict[tuple[float, str], list[dict[str, float]]],
+            loads: list[str]) -> None:
     print(f"load average: {loads}")
     print("| RTT | tool | wall median (s) | runs | requests | PUTs in flight (peak / mean) "
           "| peak RSS (MiB) |")
