@@ -119,3 +119,65 @@ def test_a_pack_past_two_gib_of_offsets_is_indexed_with_large_offsets(tmp_path: 
     assert small[0] == 0x80000000 and small[2] == 0x80000001
     large = table[12:28]
     assert [int.from_bytes(large[i:i + 8], "big") for i in (0, 8)] == [2**31 + 5, 2**33]
+
+
+def test_reads_come_straight_from_the_packs_without_a_git_process(
+        tmp_path: Path, open_backend: Opener, git_calls: Counter[str]) -> None:
+    """A pull reads every pack of the store: no `git cat-file` (a process and a pipe) per object.
+
+    On the large home a pull ran 71 `cat-file` processes piping 371 MiB out of git; the
+    objects sit whole in the mirror's packs (level-0 zlib, no deltas), so roam reads them there.
+    """
+    url = file_url(bare_repo(tmp_path / "remote"))
+    writer = open_backend(url)
+    # over 100 objects: git keeps the fetched pack (a smaller fetch is unpacked into loose
+    # objects, which git reads)
+    objects = _objects(110)
+    for key, data in objects.items():
+        writer.put_new(key, data)
+    writer.swap_ref("HEAD", b"gen-1", None)
+    reader = open_backend(url)
+    assert reader.read_ref("HEAD") is not None  # the fetch
+    git_calls.clear()
+    assert {key: reader.get(key) for key in objects} == objects
+    assert reader.get("packs/0a/p10", 100, 50) == objects["packs/0a/p10"][100:150]
+    assert "cat-file" not in git_calls, dict(git_calls)
+    assert {key: writer.get(key) for key in objects} == objects  # the pack roam wrote
+    assert "cat-file" not in git_calls, dict(git_calls)
+
+
+@pytest.mark.parametrize("repack", [
+    # deltas (near-identical compressible objects) and deflated entries: what a host's own
+    # repack or an older roam's mirror holds; read through git instead
+    ["-c", "pack.window=10", "-c", "pack.compression=9", "repack", "-a", "-d", "-f", "-q"],
+    # loose objects (a small fetch is unpacked into them)
+    ["unpack-objects", "-q"],
+])
+def test_objects_git_stored_otherwise_are_still_read(
+        tmp_path: Path, open_backend: Opener, repack: list[str]) -> None:
+    url = file_url(bare_repo(tmp_path / "remote"))
+    writer = open_backend(url)
+    base = b"roam " * 20_000
+    objects = {f"packs/0{n}/p": base[:n * 1000] + b"changed %d" % n + base[n * 1000:]
+               for n in range(6)}
+    for key, data in objects.items():
+        writer.put_new(key, data)
+    writer.swap_ref("HEAD", b"gen-1", None)
+    reader = open_backend(url)
+    assert reader.read_ref("HEAD") is not None
+    mirror = reader.mirror.path
+    if repack[0] == "unpack-objects":
+        packs = list((mirror / "objects" / "pack").glob("pack-*.pack"))
+        for pack in packs:
+            moved = tmp_path / pack.name
+            pack.rename(moved)
+            pack.with_suffix(".idx").unlink()
+            subprocess.run(["git", f"--git-dir={mirror}", *repack], input=moved.read_bytes(),
+                           check=True, capture_output=True, timeout=60)
+    else:
+        _git(mirror, *repack)
+        deltas = [line for index in (mirror / "objects" / "pack").glob("pack-*.idx")
+                  for line in _git(mirror, "verify-pack", "-v", str(index)).splitlines()
+                  if len(line.split()) == 7]
+        assert deltas, "the repack made no deltas: the test would not test them"
+    assert {key: reader.get(key) for key in objects} == objects

@@ -480,6 +480,7 @@ class GitBackend(Backend):
             self.mirror.staging.finish()
         except BackendError as failure:
             log.info("roam: git mirror staging not finished: %s", failure)
+        self.mirror.packs.close()
         with self._state:
             self._cache.clear()
             self._cache_bytes = 0

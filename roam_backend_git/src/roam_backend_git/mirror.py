@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from roam_backend_git.config import GitSettings
+from roam_backend_git.packread import PackReader
 from roam_backend_git.runner import GitRunner, classify
 from roam_backend_git.staging import TMP_PREFIX, StagingPack
 from roam_core.plugin import CONNECT_BUDGET, BackendError, TransientBackendError
@@ -51,6 +52,7 @@ class Mirror:
         self.branch_ref = f"refs/heads/{settings.branch}"
         self.tracking_ref = f"refs/roam/{settings.namespace}/tip"
         self.staging = StagingPack(path / "objects" / "pack")
+        self.packs = PackReader(path / "objects" / "pack")
 
     # -- setup and locking -----------------------------------------------------------------
 
@@ -190,9 +192,11 @@ class Mirror:
         return self.staging.add(data)
 
     def read_blob(self, sha: str) -> bytes:
-        staged = self.staging.read(sha)
-        if staged is not None:
-            return staged
+        found = self.staging.read(sha)
+        if found is None:
+            found = self.packs.read(sha)
+        if found is not None:
+            return found
         return self.git.run(["cat-file", "blob", sha], action="cat-file").stdout
 
     def commit(self, parent: str | None, entries: Iterable[tuple[str, str]],

@@ -1,0 +1,155 @@
+"""Reading whole blobs straight from the mirror's packs, without a git process.
+
+A pull reads every pack object of the store; through `git cat-file blob` that was one process
+and one pipe per object (71 processes and 371 MiB piped for the benchmark's `large` home).
+roam's objects sit in the mirror whole: the pushing device wrote them undeltified at zlib level
+0 (staging.py) and git's `pack-objects` copies such entries as they are into every fetch. So
+the reader maps the pack, finds the object through the pack's version-2 index and inflates
+its entry. Anything else (a delta, a loose object, an index of another version, a pack gc just
+removed) answers None and the caller asks git, so a host's own repack stays readable.
+
+The bytes are not re-hashed: roam authenticates every object it reads (AEAD), as
+`git cat-file` does not re-hash either.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import mmap
+import threading
+import zlib
+from pathlib import Path
+
+#: A pack entry's type for a whole blob (deltas are 6 and 7).
+BLOB = 3
+_IDX_MAGIC = b"\xfftOc\x00\x00\x00\x02"
+_NAMES = 8 + 256 * 4  # where the sorted object ids start in a version-2 index
+
+
+class _Pack:
+    """One pack and its index, both mapped read-only."""
+
+    def __init__(self, idx_path: Path) -> None:
+        self.idx_path = idx_path
+        with open(idx_path, "rb") as handle:
+            self.idx = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            if self.idx[:8] != _IDX_MAGIC:
+                raise ValueError("not a version-2 pack index")
+            self.count = int.from_bytes(self.idx[_NAMES - 4:_NAMES], "big")
+            with open(idx_path.with_suffix(".pack"), "rb") as handle:
+                self.pack = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        except BaseException:
+            self.idx.close()
+            raise
+        self.names = _Names(self.idx, self.count)
+
+    def offset(self, name: bytes) -> int | None:
+        """Where object `name` starts in the pack, or None when this pack lacks it."""
+        first = name[0]
+        low = int.from_bytes(self.idx[8 + (first - 1) * 4:8 + first * 4], "big") if first else 0
+        high = int.from_bytes(self.idx[8 + first * 4:8 + (first + 1) * 4], "big")
+        at = bisect.bisect_left(self.names, name, low, high)
+        if at >= high or self.names[at] != name:
+            return None
+        table = _NAMES + self.count * 24  # past the names (20 bytes) and the CRCs (4 bytes)
+        small = int.from_bytes(self.idx[table + at * 4:table + at * 4 + 4], "big")
+        if not small & 0x80000000:
+            return small
+        large = table + self.count * 4 + (small & 0x7FFFFFFF) * 8
+        return int.from_bytes(self.idx[large:large + 8], "big")
+
+    def blob(self, offset: int) -> bytes | None:
+        """The whole blob stored at `offset`, or None when the entry is anything else."""
+        pack = self.pack
+        byte = pack[offset]
+        kind, size, shift = (byte >> 4) & 7, byte & 0x0F, 4
+        offset += 1
+        while byte & 0x80:
+            byte = pack[offset]
+            size |= (byte & 0x7F) << shift
+            shift += 7
+            offset += 1
+        if kind != BLOB:
+            return None
+        inflater = zlib.decompressobj()
+        # a stored (level-0) stream is the data plus 5 bytes per block: read a little more
+        # than the data at once, and on until the stream ends (a deflated one is shorter)
+        step = size + size // 256 + 64
+        parts = []
+        while not inflater.eof and offset < len(pack):
+            parts.append(inflater.decompress(pack[offset:offset + step]))
+            offset += step
+        data = b"".join(parts)
+        if not inflater.eof or len(data) != size:
+            return None
+        return data
+
+    def close(self) -> None:
+        self.pack.close()
+        self.idx.close()
+
+
+class _Names:
+    """The index's sorted object ids as a sequence `bisect` can search (no copy made)."""
+
+    def __init__(self, idx: mmap.mmap, count: int) -> None:
+        self.idx = idx
+        self.count = count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, at: int) -> bytes:
+        start = _NAMES + at * 20
+        return self.idx[start:start + 20]
+
+
+class PackReader:
+    """Whole blobs from the packs under `pack_dir`; thread-safe."""
+
+    def __init__(self, pack_dir: Path) -> None:
+        self.pack_dir = pack_dir
+        self._lock = threading.Lock()
+        self._packs: dict[Path, _Pack] = {}
+
+    def read(self, sha: str) -> bytes | None:
+        """The blob `sha` when a pack holds it whole; None: ask git."""
+        if len(sha) != 40:
+            return None  # a SHA-256 mirror: not this reader's format
+        name = bytes.fromhex(sha)
+        for refreshed in (False, True):
+            if refreshed and not self._rescan():
+                return None
+            with self._lock:
+                packs = list(self._packs.values())
+            for pack in packs:
+                try:
+                    offset = pack.offset(name)
+                    if offset is not None:
+                        return pack.blob(offset)
+                except (ValueError, IndexError, zlib.error):
+                    return None  # a damaged or unexpected pack: git says what is wrong
+        return None
+
+    def _rescan(self) -> bool:
+        """Map packs that appeared since the last look; whether any did."""
+        with self._lock:
+            found = False
+            for idx_path in sorted(self.pack_dir.glob("pack-*.idx")):
+                if idx_path in self._packs:
+                    continue
+                try:
+                    self._packs[idx_path] = _Pack(idx_path)
+                    found = True
+                except (OSError, ValueError):
+                    continue  # being written or removed, or another index version
+            return found
+
+    def close(self) -> None:
+        with self._lock:
+            packs, self._packs = self._packs, {}
+        for pack in packs.values():
+            with contextlib.suppress(BufferError):
+                pack.close()
