@@ -30,8 +30,8 @@ from roam_core.engine.repack import THRESHOLD_PERCENT, PackSurvey, repack, selec
 from roam_core.engine.session import Session
 from roam_core.errors import UserError
 from roam_core.store.objects import mark_key
-from roam_core.store.parallel import ParallelReads, read_workers
 from roam_core.store.repository import Repository
+from roam_core.store.tree_walk import walk_trees
 
 #: Keys per delete call: one S3 batch, and a bounded step between lease renewals.
 BATCH = 1000
@@ -94,21 +94,23 @@ def reach(session: Session) -> Reach:
         found.snapshots.add(gen.snapshot_id)
         roots.append(gen.snapshot.root)
     repo = session.repo
-    level = sorted(set(roots))
-    with ParallelReads(read_workers(repo.backend)) as reads:
-        while level:
-            below: set[str] = set()
-            for entries in repo.load_trees(level, reads).values():
-                for node in entries.values():
-                    if node.get("t") == "d":
-                        below.add(str(node["tree"]))
-                    else:
-                        for ref in node.get("blobs", ()):
-                            found.blobs.add(str(ref[0]))
-                            found.packs.add(str(ref[1]))
-                            found.named.setdefault(str(ref[1]), set()).add(str(ref[0]))
-            found.trees.update(level)
-            level = sorted(below - found.trees)
+
+    def visit(_tree_id: str, entries: dict[str, Any]) -> list[str]:
+        below: list[str] = []
+        for node in entries.values():
+            if node.get("t") == "d":
+                below.append(str(node["tree"]))
+            else:
+                for ref in node.get("blobs", ()):
+                    # one str per blob id, shared by the sets (the parsed tree goes)
+                    blob, pack = str(ref[0]), str(ref[1])
+                    found.blobs.add(blob)
+                    found.packs.add(pack)
+                    found.named.setdefault(pack, set()).add(blob)
+        return below
+
+    # a bounded batch of parsed trees at a time (`walk_trees`), not a whole level
+    found.trees = walk_trees(repo, roots, visit)
     # format 2: the tree packs that hold a reached tree are needed as much as its blobs' packs
     places = repo.tree_places()
     found.packs.update(str(ref[1]) for tree_id in found.trees for ref in places.get(tree_id, ()))

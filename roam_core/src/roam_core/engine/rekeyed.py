@@ -12,6 +12,7 @@ this costs nothing when the key did not change.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from roam_core import crypto
@@ -20,7 +21,7 @@ from roam_core.engine.session import Session
 from roam_core.engine.state import LocalState, save_state
 from roam_core.errors import IntegrityError
 from roam_core.fs import ensure_private_dir, write_atomic
-from roam_core.store.manifest import FileEntry, Manifest
+from roam_core.store.manifest import BlobRef, FileEntry, Manifest
 from roam_core.store.objects import snapshot_key
 from roam_core.store.repository import Repository
 
@@ -109,4 +110,20 @@ def rebased(base: Manifest, rotated: Manifest) -> Manifest:
         if same is not None:
             found[path] = FileEntry(path, entry.size, entry.mode, entry.sha256, entry.scope,
                                     same.blobs)
+    return found
+
+
+def remapped(base: Manifest, moved: Callable[[str], BlobRef | None]) -> Manifest:
+    """`base` with each blob ref replaced by `moved(old id)` (the rotation's own map).
+
+    An entry with a blob `moved` does not know is left out, as `rebased` leaves one out.
+    `base` is emptied as it is read: each old entry goes as its new one comes.
+    """
+    found: Manifest = {}
+    for path in list(base):
+        entry = base.pop(path)
+        blobs = tuple(moved(ref[0]) for ref in entry.blobs)
+        if all(blobs):
+            found[path] = FileEntry(path, entry.size, entry.mode, entry.sha256, entry.scope,
+                                    blobs)  # type: ignore[arg-type]
     return found

@@ -77,6 +77,16 @@ class LocalState:
     def set_base(self, manifest: Manifest) -> None:
         self._base = manifest
 
+    def take_base(self) -> Manifest:
+        """The base, let go of here: a caller replacing every entry may empty it as it goes.
+
+        `set_base` the replacement; `save_state` then compares it with the database's rows
+        (streamed) instead of a copy held in memory.
+        """
+        base = self.base_manifest()
+        self._base = self._stored = None
+        return base
+
     def iter_base_digests(self) -> Iterator[tuple[str, str, int]]:
         """(path, sha256, mode) of each base path in path order, one at a time.
 

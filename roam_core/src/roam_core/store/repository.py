@@ -8,6 +8,7 @@ the device's state folder; blobs are never cached.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -331,9 +332,20 @@ class Repository(TreeReads):
         reuse = None
         if base is not None and base_folders is not None:
             reuse = Reuse(base_folders, changed_folders(manifest, base))
-        # format 1: a first push writes one tree per folder, in parallel, each a small PUT
-        # whose cost is its round trip, so many go at once on a remote; format 2: a few tree
-        # packs. Either way all are stored before returning.
+        folders: dict[str, str] = {}
+        with self.tree_sink() as sink:
+            root_id = self._write_node(root, "", sink, folders, reuse, note)
+        self.seen_trees.update(folders.values())
+        self.folders[root_id] = folders
+        return root_id
+
+    @contextlib.contextmanager
+    def tree_sink(self) -> Iterator[Uploads | TreePacker]:
+        """Where trees go (`write_tree`) in this store's format; all stored when it ends.
+
+        Format 1: one tree per folder, in parallel, each a small PUT whose cost is its
+        round trip, so many go at once on a remote; format 2: a few tree packs.
+        """
         uploads = Uploads(self.backend, TREE_UPLOADS if self.backend.capabilities.remote
                           and not self.backend.capabilities.batched_publish
                           and self.format < 2 else None)
@@ -341,17 +353,17 @@ class Repository(TreeReads):
         if self.format >= 2:
             sink = TreePacker(uploads, self._write_index_of,
                               self.backend.capabilities.max_object_size)
-        folders: dict[str, str] = {}
         try:
-            root_id = self._write_node(root, "", sink, folders, reuse, note)
+            yield sink
             if isinstance(sink, TreePacker):
                 sink.finish()
             uploads.wait()
         finally:
             uploads.close()
-        self.seen_trees.update(folders.values())
-        self.folders[root_id] = folders
-        return root_id
+
+    def write_tree(self, value: dict[str, Any], sink: Uploads | TreePacker) -> str:
+        """Seal one tree (`{"v": 1, "entries": ...}`) into `sink` (`tree_sink`); its id."""
+        return self._write_json(crypto.KIND_TREE, value, tree_key, sink)
 
     def _drop_lost_trees(self, present: Callable[[str], bool],
                          base_folders: Mapping[str, str] | None) -> Mapping[str, str] | None:
@@ -383,7 +395,7 @@ class Repository(TreeReads):
         value: dict[str, Any] = {"v": 1, "entries": entries}
         if note is not None:
             value["note"] = note
-        tree_id = self._write_json(crypto.KIND_TREE, value, tree_key, uploads)
+        tree_id = self.write_tree(value, uploads)
         folders[path] = tree_id
         return tree_id
 
