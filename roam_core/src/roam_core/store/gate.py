@@ -1,10 +1,11 @@
 """The gate sealed packs wait behind until the push's secret scan has passed.
 
 A push scans its files in a thread beside the packing (docs/decisions.md, "The scan runs
-beside the packing"). The upload workers seal packs while the scan works, but store
-nothing (no pack, no index) before the gate opens; a finding closes it and every held pack
-is dropped unstored. What waits is bounded by the uploads' in-flight budget: once that is
-full, the packer's own thread waits for the oldest held pack, so it reads no further.
+beside the packing"). The sealing threads seal packs while the scan works, but the store
+threads store nothing (no pack, no index) before the gate opens; a finding closes it and
+every held pack is dropped unstored. What waits is bounded by the packing stages' byte
+budget (`pipeline.PackStages`): once that is full, the packer's own thread waits for a held
+pack, so it reads no further.
 """
 
 from __future__ import annotations
