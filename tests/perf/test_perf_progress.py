@@ -142,3 +142,35 @@ def test_pull_apply_on_a_terminal_shows_progress(tmp_path: Path) -> None:
     assert code == 0, err
     assert re.search(r"pull: (\d+)/\1 files", err), err
     assert "pull:" not in out and "installed" in out
+
+
+def test_a_count_without_bytes_reads_as_its_own_unit() -> None:
+    clock = Clock()
+    progress = Progress("stats", stream=FakeTerminal(), clock=clock, unit="trees")
+    progress.begin(0, 0)
+    progress.advance(0, files=3)
+    assert progress.line(clock.now) == "stats: 3 trees"
+
+
+def _generations(tmp_path: Path) -> Device:
+    device = _device(tmp_path)
+    assert device.roam("init", "--create-remote").code == 0
+    for version in range(3):
+        device.write("memories/MEMORY.md", f"version {version}\n")
+        assert device.roam("push", "--quiet").code == 0
+    return device
+
+
+def test_stats_and_forget_show_progress_on_a_terminal_only(tmp_path: Path) -> None:
+    """Issue 23: stats counts the trees it reads, forget the generations; -q, --json: none."""
+    device = _generations(tmp_path)
+    for verb, pattern in ((("stats",), r"stats: \d+ trees"),
+                          (("forget", "--keep-last", "1"), r"forget: \d+/\d+ generations")):
+        code, out, err = _run_on_pty(device, *verb)
+        assert code == 0, err
+        assert re.search(pattern, err), err  # drawn, on the terminal only
+        assert verb[0] + ":" not in out
+        for quiet in ("--json", "--quiet"):
+            code, out, err = _run_on_pty(device, *verb, quiet)
+            assert code == 0, err
+            assert "\r" not in err and f"{verb[0]}:" not in err, err

@@ -36,11 +36,17 @@ def policy_from(args: argparse.Namespace) -> object:
 
 
 def _forget(args: argparse.Namespace) -> int:
+    from roam_core.cli.progress import Progress
     from roam_core.engine.forget import forget
 
     policy = policy_from(args)  # a bad duration is a one-line error before the store is read
     with operation(args, "forget", lock=True) as session:
-        plan = forget(session, policy, apply=args.apply)  # type: ignore[arg-type]
+        progress = Progress("forget", quiet=args.quiet or args.json, unit="generations")
+        try:
+            plan = forget(session, policy, apply=args.apply,  # type: ignore[arg-type]
+                          progress=progress)
+        finally:
+            progress.close()
     if args.json:
         emit_json(plan.as_json())
         return 0

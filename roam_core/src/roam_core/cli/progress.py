@@ -1,7 +1,8 @@
-"""A progress line for long pushes and pulls, on a terminal only.
+"""A progress line for long operations (push, pull, stats, forget, prune, key rotate).
 
-It shows files and bytes done, the rate and the time left, redrawn at most five times a
-second on stderr. Off a terminal, with `--quiet` or with `--json` it prints nothing at all,
+It shows files (or trees, generations) and bytes done, the rate and the time left, redrawn
+at most five times a second on stderr; a count alone when there are no bytes to count. Off
+a terminal, with `--quiet` or with `--json` it prints nothing at all,
 so piped and machine-read output never carries it.
 """
 
@@ -24,8 +25,10 @@ class Progress:
     """Implements `roam_core.engine.progress.ProgressSink` as one redrawn stderr line."""
 
     def __init__(self, what: str, *, quiet: bool = False, stream: TextIO | None = None,
-                 clock: object = time.monotonic) -> None:
+                 clock: object = time.monotonic, unit: str = "files") -> None:
         self.what = what
+        #: what `files` counts (trees for stats, generations for forget)
+        self.unit = unit
         self.stream = stream if stream is not None else sys.stderr
         self.enabled = not quiet and _is_tty(self.stream)
         self.clock = clock
@@ -51,7 +54,8 @@ class Progress:
         if not self.enabled:
             return
         now = self._now()
-        if now - self._drawn < REDRAW and self.files < self.files_total:
+        last = bool(self.files_total) and self.files >= self.files_total
+        if now - self._drawn < REDRAW and not last:  # the last one is always drawn
             return
         self._drawn = now
         self._draw(self.line(now))
@@ -61,9 +65,11 @@ class Progress:
         elapsed = max(now - self.started, 1e-6)
         rate = self.done / elapsed
         files = f"{self.files}/{self.files_total}" if self.files_total else str(self.files)
+        if not self.bytes_total and not self.done:  # counting things, not bytes
+            return f"{self.what}: {files} {self.unit}"[:WIDTH]
         size = (f"{_mib(self.done)}/{_mib(self.bytes_total)} MiB" if self.bytes_total
                 else f"{_mib(self.done)} MiB")
-        line = f"{self.what}: {files} files, {size}, {rate / 1048576:.1f} MiB/s"
+        line = f"{self.what}: {files} {self.unit}, {size}, {rate / 1048576:.1f} MiB/s"
         if self.bytes_total and rate > 0:
             left = max(self.bytes_total - self.done, 0) / rate
             line += f", ETA {_eta(left)}"

@@ -25,12 +25,17 @@ def _bytes(value: int | None) -> str:
 
 
 def _stats(args: argparse.Namespace) -> int:
+    from roam_core.cli.progress import Progress
     from roam_core.engine.stats import store_stats
 
     # a reader: no lock taken, nothing created in a home that was never initialised
     with operation(args, "status", lock=False) as session:
         session.require_state()  # "not initialised — run roam init" before any remote call
-        stats = store_stats(session, args.last)
+        progress = Progress("stats", quiet=args.quiet or args.json, unit="trees")
+        try:
+            stats = store_stats(session, args.last, progress)
+        finally:
+            progress.close()
     if args.json:
         emit_json(stats.as_json())
         return 0

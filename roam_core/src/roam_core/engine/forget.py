@@ -16,6 +16,7 @@ from roam_core.engine import remote as remote_module
 from roam_core.engine import retention
 from roam_core.engine import roster as roster_module
 from roam_core.engine.history import generations
+from roam_core.engine.progress import ProgressSink
 from roam_core.engine.push import now_iso
 from roam_core.engine.republish import publish_staged
 from roam_core.engine.session import Session
@@ -53,8 +54,12 @@ def _protected(head_generation: int, roster: roster_module.Roster, own: int | No
     return found
 
 
-def forget(session: Session, policy: retention.Policy, *, apply: bool) -> ForgetPlan:
-    """Plan (and with `apply`, record) what `policy` forgets. Needs an initialised home."""
+def forget(session: Session, policy: retention.Policy, *, apply: bool,
+           progress: ProgressSink | None = None) -> ForgetPlan:
+    """Plan (and with `apply`, record) what `policy` forgets. Needs an initialised home.
+
+    `progress` hears of each generation read (a snapshot each, newest first).
+    """
     if policy.empty():
         raise UserError("roam forget needs a policy: --keep-last N, --keep-within 30d, "
                         "--keep-daily N (hourly, weekly, monthly, yearly) or "
@@ -64,7 +69,13 @@ def forget(session: Session, policy: retention.Policy, *, apply: bool) -> Forget
     plan = ForgetPlan(policy.describe())
     if head is None:
         return plan
-    chain = list(generations(session))
+    if progress is not None:
+        progress.begin(head.generation, 0)  # at most: forgotten ones are stepped over
+    chain = []
+    for gen in generations(session):
+        chain.append(gen)
+        if progress is not None:
+            progress.advance(0, files=1)
     roster = chain[0].snapshot.roster if chain and chain[0].number == head.generation else {}
     protected = _protected(head.generation, roster, state.generation, state.device)
     decision = retention.apply(policy, [

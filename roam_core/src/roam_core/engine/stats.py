@@ -94,14 +94,14 @@ def store_stats(session: Session, last: int = DEFAULT_LAST,
                 progress: ProgressSink | None = None) -> StoreStats:
     """Measure the store `session` is configured for (it must be initialised here).
 
-    `progress` hears of each generation read and each tree reduced.
+    `progress` hears of each tree read (a count: how many the store holds is not known).
     """
     session.require_state()
     repo = session.repo
     chain = list(generations(session))  # newest first
     chain.reverse()
     if progress is not None:
-        progress.begin(len(chain), 0)
+        progress.begin(0, 0)
     trees = _load_trees(repo, [gen.snapshot.root for gen in chain], progress)
     totals: dict[str, int] = {}  # tree id → ref bytes under it, once per path
     sizes: dict[bytes, int] = {}  # binary blob id → sealed length
@@ -120,8 +120,6 @@ def store_stats(session: Session, last: int = DEFAULT_LAST,
                              sum(sizes[blob] for blob in added)))
         older |= current
         current = blobs
-        if progress is not None:
-            progress.advance(0, files=1)
     del first_seen
     referenced = sum(sizes.values())
     objects, unreferenced = _objects(repo, sizes)
@@ -151,7 +149,7 @@ def _load_trees(repo: Repository, roots: Iterable[str],
     def reduce(tree_id: str, entries: dict[str, Any]) -> list[str]:
         tree = trees[tree_id] = _reduce(tree_id, entries)
         if progress is not None:
-            progress.advance(0)
+            progress.advance(0, files=1)
         return tree.children
 
     walk_trees(repo, roots, reduce, whole_packs=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from roam_core import boundedjson
@@ -54,15 +54,24 @@ def _refs(refs: object) -> bool:
                                           for ref in refs)
 
 
-def write_known(path: Path, lines: list[str], *, append: bool) -> None:
-    data = "".join(f"{line}\n" for line in lines).encode()
-    if not append:
-        write_cache(path, data)
-        return
+def write_known(path: Path, lines: Iterable[str], *, append: bool) -> None:
+    """Append `lines` to the index cache, or (not `append`) replace it with them.
+
+    Written a line at a time: the whole cache as one string was three copies of every
+    blob's JSON at once when a device first reads a large store (issue 23).
+    """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("ab") as handle:  # a torn last line is dropped when read
-            handle.write(data)
+        if append:
+            with path.open("ab") as handle:  # a torn last line is dropped when read
+                for line in lines:
+                    handle.write(f"{line}\n".encode())
+            return
+        temp = _temp_of(path)
+        with temp.open("wb") as handle:
+            for line in lines:
+                handle.write(f"{line}\n".encode())
+        os.replace(temp, path)
     except OSError:
         pass  # a cache that cannot be written is only slower
 
@@ -70,9 +79,13 @@ def write_known(path: Path, lines: list[str], *, append: bool) -> None:
 def write_cache(path: Path, data: bytes) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        # per thread too: trees and indexes are read (and cached) by several threads at once
-        temp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        temp = _temp_of(path)
         temp.write_bytes(data)
         os.replace(temp, path)
     except OSError:
         pass  # a cache that cannot be written is only slower
+
+
+def _temp_of(path: Path) -> Path:
+    # per thread too: trees and indexes are read (and cached) by several threads at once
+    return path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")

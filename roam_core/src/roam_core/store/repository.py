@@ -586,11 +586,18 @@ class Repository(TreeReads):
         stale = not known.keys() <= listed
         known = {index_id: refs for index_id, refs in known.items() if index_id in listed}
         missing = sorted(listed - known.keys())
+        load = self._tolerant_index if tolerant else self._index_or_foreign
+
+        def compacted(index_id: str) -> Entries | None:
+            # each index packed as it comes: the parsed tuples of every index at once were
+            # ~700 bytes a blob at the peak of a first read (issue 23)
+            found = load(index_id)
+            return None if found is None else (compact(found[0]), compact(found[1]))
+
         with ParallelReads(read_workers(self.backend)) as reads:
-            loaded = reads.map(self._tolerant_index if tolerant else self._index_or_foreign,
-                               missing)
-        added = {index_id: (compact(found[0]), compact(found[1]))
-                 for index_id, found in zip(missing, loaded, strict=True) if found is not None}
+            loaded = reads.map(compacted, missing)
+        added = {index_id: found for index_id, found in zip(missing, loaded, strict=True)
+                 if found is not None}
         known.update(added)
         with self._known_lock:
             if stale or self._known_cache is None:
@@ -599,8 +606,8 @@ class Repository(TreeReads):
                 self._known_cache.update(added)
             if cache is not None and (stale or added):
                 lines = (known if stale else added).items()
-                write_known(cache, [_known_line(index_id, blobs, trees)
-                                    for index_id, (blobs, trees) in lines], append=not stale)
+                write_known(cache, (_known_line(index_id, blobs, trees)
+                                    for index_id, (blobs, trees) in lines), append=not stale)
         return known
 
     def _index_or_foreign(self, index_id: str
