@@ -177,20 +177,23 @@ def section(results: list[NetResult], command: str, load: tuple[str, str], name:
         "- first push: one look (GET info/refs + `ls-refs`) and one `receive-pack` POST "
         "carrying every object of the generation (git sends a small probe POST first "
         "when the pack is larger than its `http.postBuffer`, 1 MiB: hence 2 "
-        "`receive-pack` on any real home); the rest is local work (packing, then `git "
-        "hash-object`/`mktree`/`commit-tree` in the mirror), so RTT adds a fixed ~4 "
-        "round trips, not one per object.",
+        "`receive-pack` on any real home), so RTT adds a fixed ~4 round trips, not one "
+        "per object. The rest is processor time: roam's packing and sealing, the one "
+        "pack roam writes into the mirror for the commit (hashlib SHA-1, no git process "
+        "per object), git's `pack-objects` copying its entries into the push, and the "
+        "receiving `index-pack` hashing every object again (on the same 2 cores here).",
         "- status, nothing changed: one look (info/refs + `ls-refs`, one `git "
-        "ls-remote`), the tip compared with the one already fetched. On `small` the "
-        "time is the CLI's start-up and imports plus one git subprocess on a 2-core "
-        "machine at load ~20; restic's no-change backup makes 14 requests, so the ratio "
-        "falls as the RTT grows.",
+        "ls-remote`), the tip compared with the one already fetched; the rest is the "
+        "CLI's start-up and the home's scan.",
         "- incremental push: the same one look and one `receive-pack` as a first push, "
         "with a pack of just the new objects.",
-        "- init + pull into an empty home: init's reachability look, then one look and "
-        "one `fetch` of the whole branch (a single pack, 4 advertisements / 4 `ls-refs` "
-        "/ 1 `fetch` in all: init's `ping` and its first read each run `git "
-        "ls-remote`); then `pull --apply` looks once and reads the local mirror.", "",
+        "- init + pull into an empty home: init's reachability look (`git ls-remote`, "
+        "capped so a blackholed remote fails in seconds), then one `git fetch` of the "
+        "tip that look saw (2 advertisements / 2 `ls-refs` / 1 `fetch` in all, counted "
+        "by the test); the fetch's `index-pack` hashes and writes the whole pack; then "
+        "`pull --apply` looks once and reads every object straight from the fetched "
+        "pack (no `git cat-file` per object); the rest is roam's own work (writing "
+        "20,000 files through the journal).", "",
         f"<!-- /kept:{BLOCK}-{name} -->"])
 
 
