@@ -181,3 +181,30 @@ def test_objects_git_stored_otherwise_are_still_read(
                   if len(line.split()) == 7]
         assert deltas, "the repack made no deltas: the test would not test them"
     assert {key: reader.get(key) for key in objects} == objects
+
+
+def test_packs_a_repack_removed_are_let_go_at_upkeep(tmp_path: Path,
+                                                     open_backend: Opener) -> None:
+    """The reader maps packs; once git's gc replaced them, their disk space must come back.
+
+    A mapped file stays on disk after it is deleted until it is unmapped: a long-lived
+    backend would hold every pack a `gc --auto` repacked away.
+    """
+    maps = Path("/proc/self/maps")
+    if not maps.exists():
+        pytest.skip("needs /proc")
+    backend = open_backend(file_url(bare_repo(tmp_path / "remote")))
+    version = None
+    for number in range(3):  # three commits, three packs
+        backend.put_new(f"packs/0{number}/p", bytes([number]) * 5000)
+        version = backend.swap_ref("HEAD", b"gen %d" % number, version)
+    assert backend.get("packs/00/p", 1, 2) == b"\0\0"
+    mirror = backend.mirror.path
+    assert str(mirror) in maps.read_text()
+    _git(mirror, "repack", "-a", "-d", "-q")  # what gc --auto does with too many packs
+    backend.mirror.maintain()
+    held = [line for line in maps.read_text().splitlines()
+            if str(mirror) in line and "(deleted)" in line]
+    assert not held, held
+    assert {backend.get(f"packs/0{n}/p") for n in range(3)} == {bytes([n]) * 5000
+                                                                 for n in range(3)}

@@ -148,9 +148,12 @@ class Mirror:
             with contextlib.suppress(OSError):
                 if leftover.stat().st_mtime < cutoff:
                     leftover.unlink()
-        self.git.run(["-c", f"gc.auto={GC_AUTO}", "-c", "gc.autoDetach=false",
-                      "-c", "pack.window=0", "-c", "gc.autoPackLimit=50",
-                      "gc", "--auto", "--quiet"], action="gc (local mirror)", cap=GC_CAP)
+        try:
+            self.git.run(["-c", f"gc.auto={GC_AUTO}", "-c", "gc.autoDetach=false",
+                          "-c", "pack.window=0", "-c", "gc.autoPackLimit=50",
+                          "gc", "--auto", "--quiet"], action="gc (local mirror)", cap=GC_CAP)
+        finally:
+            self.packs.forget_gone()  # a gc stopped midway may have removed packs too
 
     # -- local refs and objects ----------------------------------------------------------------
 

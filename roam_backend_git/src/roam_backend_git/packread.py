@@ -147,6 +147,18 @@ class PackReader:
                     continue  # being written or removed, or another index version
             return found
 
+    def forget_gone(self) -> None:
+        """Unmap packs whose index is gone (a gc replaced them), so their space is freed.
+
+        A read racing this one finds its pack closed (ValueError) and asks git instead.
+        """
+        with self._lock:
+            gone = [path for path in self._packs if not path.exists()]
+            packs = [self._packs.pop(path) for path in gone]
+        for pack in packs:
+            with contextlib.suppress(BufferError):
+                pack.close()
+
     def close(self) -> None:
         with self._lock:
             packs, self._packs = self._packs, {}
