@@ -78,6 +78,8 @@ def main() -> None:
     parser.add_argument("--before", type=Path, help="a second roam checkout (with .venv)")
     parser.add_argument("--after", type=Path, default=REPO,
                         help="the roam checkout measured (with .venv); this one by default")
+    parser.add_argument("--variant", action="append", default=[], metavar="NAME=CHECKOUT",
+                        help="one more roam checkout (with .venv) to measure beside them")
     parser.add_argument("--home", default="large")
     args = parser.parse_args()
     restic_binary = ensure_restic()
@@ -88,6 +90,9 @@ def main() -> None:
     tools = {"after": [str(args.after / ".venv/bin/roam")]}
     if args.before:
         tools["before"] = [str(args.before / ".venv/bin/roam")]
+    for variant in args.variant:
+        name, _, checkout = variant.partition("=")
+        tools[name] = [str(Path(checkout) / ".venv/bin/roam")]
     loads = [measure.loadavg()]
     try:
         results = _runs(args, base, home, listing, tools, loads)
