@@ -6,7 +6,7 @@ import contextlib
 import errno
 import os
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from roam_core import libc
@@ -45,13 +45,17 @@ def set_mode(target: str | Path | int, mode: int) -> None:
             raise
 
 
-def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
-    """Replace `path` with `data` so a crash leaves either the old or the new bytes."""
+def write_atomic(path: Path, data: bytes | Iterable[bytes], mode: int = 0o600) -> None:
+    """Replace `path` with `data` so a crash leaves either the old or the new bytes.
+
+    `data` may come in pieces (a large journal is never held whole).
+    """
     temp = temp_path(path)
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            for piece in (data,) if isinstance(data, bytes) else data:
+                handle.write(piece)
             handle.flush()
             os.fsync(handle.fileno())
         set_mode(temp, mode)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -34,14 +35,13 @@ from roam_core.engine.prefetch import Content, Prefetch
 from roam_core.engine.progress import ProgressSink
 from roam_core.engine.scan import read_umask, stat_signature
 from roam_core.engine.state import LocalState, load_state, save_state
+from roam_core.engine.writers import SMALL_FILE, TempWriters, write_file
 from roam_core.errors import RoamError, UserError, describe_os_error
 from roam_core.fs import (
     TEMP_PREFIX,
     ensure_private_dir,
     fsync_dir,
     rename_noreplace,
-    set_mode,
-    start_writeback,
     write_atomic,
 )
 
@@ -50,8 +50,6 @@ JOURNAL = "journal.json"
 KEPT_SUFFIX = ".kept.json"
 KILL_ENV = "ROAM_TEST_KILL_AT"
 KILL_SIGNAL_ENV = "ROAM_TEST_KILL_SIGNAL"
-#: Files at least this big have their writeback started as soon as they are written.
-WRITEBACK_MIN = 256 * 1024
 
 if TYPE_CHECKING:
     from roam_core.engine.session import Session
@@ -94,9 +92,9 @@ def sha256_file(path: Path) -> str | None:
 OpAction = Literal["write", "delete"]
 
 
-@dataclass
+@dataclass(slots=True)
 class Op:
-    """One planned change of one file."""
+    """One planned change of one file (slotted: a pull holds one per file it writes)."""
 
     rel: str
     action: OpAction
@@ -121,6 +119,30 @@ def _stamp() -> str:
 
 
 
+
+
+def _then(first: list[bytes], rest: Iterator[bytes]) -> Iterator[bytes]:
+    """The chunks already taken, then the rest of the stream."""
+    yield from first
+    first.clear()  # written: not held while the rest streams
+    yield from rest
+
+
+def _encoded_ops(ops: list[Op], batch: int = 1024) -> Iterator[bytes]:
+    """The journal's ops as a JSON list, then the journal's closing brace, in pieces."""
+    yield b"["
+    for start in range(0, len(ops), batch):
+        text = ", ".join(json.dumps(op.as_json()) for op in ops[start:start + batch])
+        yield (text if not start else ", " + text).encode()
+    yield b"]}"
+
+
+def _tail(path: Path, offset: int, size: int = 1 << 20) -> Iterator[bytes]:
+    """The bytes of `path` from `offset` on, in pieces."""
+    with path.open("rb") as handle:
+        handle.seek(offset)
+        while piece := handle.read(size):
+            yield piece
 
 
 def _folders_of(rel: str) -> Iterator[str]:
@@ -189,16 +211,24 @@ class Install:
         self._made: set[str] = set()
         self._umask = read_umask()
         self._kills = _per_file_kills()
-        self._ops_json: str | None = None
+        #: where the ops start in the journal on disk (None: not written yet)
+        self._ops_at: int | None = None
         self._checked_dirs: set[str] = set()
 
     def _journal(self, phase: str) -> None:
-        if self._ops_json is None:  # the same in both phases: encoded once
-            self._ops_json = json.dumps([op.as_json() for op in self.ops])
+        """Write the journal for `phase`; its ops (the bulk, the same in both phases) last.
+
+        The ops are encoded in batches as they are written, never held whole (30 MB of
+        text and 100,000 dicts at once on a pull of 100,000 files); the second phase copies
+        them from the first phase's journal instead of encoding them again.
+        """
         data = {"v": 1, "phase": phase, "stamp": self.stamp, "backup_dir": str(self.backup_dir),
                 "created_dirs": self.created_dirs, "staged": self.staged}
-        text = f'{json.dumps(data)[:-1]}, "ops": {self._ops_json}}}'
-        write_atomic(self.state_dir / JOURNAL, text.encode())
+        head = f'{json.dumps(data)[:-1]}, "ops": '.encode()
+        path = self.state_dir / JOURNAL
+        ops = _encoded_ops(self.ops) if self._ops_at is None else _tail(path, self._ops_at)
+        write_atomic(path, itertools.chain((head,), ops))
+        self._ops_at = len(head)
 
     def run(self, new_state: LocalState) -> None:
         """Install every op and save `new_state`, or roll back and re-raise."""
@@ -300,6 +330,8 @@ class Install:
 
     def _stage(self) -> None:
         prefetch = Prefetch([op for op in self.ops if op.action == "write"])
+        # with kill points armed each file is written before its point, as a test expects
+        writers = None if self._kills else TempWriters()
         try:
             for op in self.ops:
                 if op.expect is not None or op.action != "write":
@@ -310,7 +342,7 @@ class Install:
                         _safe_parent(self.root, op.rel, self.created_dirs, self._checked_dirs)
                     else:
                         self._staged_parent(op)
-                    written = self._write_temp(op, prefetch.next_content())
+                    written = self._write_temp(op, prefetch.next_content(), writers)
                     if self.progress is not None:
                         self.progress.advance(written, files=1)
                 if op.backup is not None:
@@ -322,33 +354,44 @@ class Install:
                                         "installed")
                 if self._kills:
                     kill_point(f"journal:stage:{op.rel}")
+            if writers is not None:
+                writers.wait()
         finally:
             prefetch.close()
+            if writers is not None:
+                writers.close()  # every temp queued is on disk before any rollback looks
 
-    def _write_temp(self, op: Op, content: Content) -> int:
+    def _write_temp(self, op: Op, content: Content, writers: TempWriters | None) -> int:
+        """Write `op`'s temp file, or hand it whole to `writers` when it is small.
+
+        Its content is checked against the op's digest before it is handed over: a file
+        that does not match is never written.
+        """
         assert op.temp is not None
-        written = 0
-        # plain descriptor calls: a buffered file object adds an fstat, an lseek and an
-        # ioctl per file, and a chmod by path a lookup (60,000+ calls on a large pull)
         # created with its final mode when the umask leaves that intact (one call less)
         exact = op.mode & self._umask == 0
-        fd = os.open(op.temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
-                     op.mode if exact else 0o600)
-        try:
-            for chunk in content.chunks():
-                view = memoryview(chunk)
-                while view:
-                    view = view[os.write(fd, view):]
-                written += len(chunk)
-            if content.digest != op.sha256:
-                raise UserError(f"content for {op.rel} did not match its digest; nothing "
-                                "installed")
-            if not exact:
-                set_mode(fd, op.mode)
-            if written >= WRITEBACK_MIN:
-                start_writeback(fd)
-        finally:
-            os.close(fd)
+        create_mode, final_mode = (op.mode, None) if exact else (0o600, op.mode)
+        chunks: list[bytes] = []
+        held = 0
+        streamed = iter(content.chunks())
+        for chunk in streamed:
+            chunks.append(chunk)
+            held += len(chunk)
+            if writers is None or held > SMALL_FILE:
+                # large (or no writers): streamed into the file as it arrives
+                written = write_file(op.temp, create_mode, final_mode,
+                                     _then(chunks, streamed))
+                break
+        else:
+            written = held
+            if content.digest == op.sha256 and writers is not None:
+                writers.add(op.temp, create_mode, final_mode, chunks)
+                return written
+            if content.digest == op.sha256:
+                write_file(op.temp, create_mode, final_mode, chunks)
+        if content.digest != op.sha256:
+            raise UserError(f"content for {op.rel} did not match its digest; nothing "
+                            "installed")
         return written
 
     def _staged_parent(self, op: Op) -> None:

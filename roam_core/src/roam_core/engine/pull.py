@@ -44,6 +44,7 @@ def pull(session: Session, *, apply: bool = False, overwrite_conflicts: bool = F
     planner = Planner(session, state, view, overwrite_conflicts=overwrite_conflicts, only=only,
                       cron_only=cron_only)
     plan = planner.build()
+    session.repo.forget_catalog()  # the manifest says where every blob is
     result = PullResult(plan)
     writes = [op.rel for op in plan.ops if op.action == "write"]
     planned = sum(view.manifest[rel].size for rel in writes if rel in view.manifest)

@@ -25,6 +25,8 @@ class ContentSource:
     `IntegrityError`), so a consumer need not hash them again.
     """
 
+    __slots__ = ("entry", "repo", "sha256")  # one per file a pull writes
+
     def __init__(self, repo: Repository, entry: FileEntry) -> None:
         self.repo = repo
         self.entry = entry
