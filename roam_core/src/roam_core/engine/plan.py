@@ -30,7 +30,7 @@ from roam_core.engine.state import LocalState
 from roam_core.engine.tiers import archive_off_rows, iter_tier_lines, plan_archive, plan_cron
 from roam_core.engine.typechange import settle_case_collisions, settle_type_changes
 from roam_core.scope.walk import hidden_by
-from roam_core.store.manifest import FileEntry, Manifest, synced_mode
+from roam_core.store.manifest import MODES, FileEntry, Manifest, synced_mode
 from roam_core.tiers.archive import is_archive
 from roam_core.tiers.cron import is_jobs_file
 from roam_core.types import MergeFormat, Scope
@@ -269,6 +269,7 @@ class Planner:
         else:
             (self.plan.changed if loc is not None else self.plan.added).append(rel)
             mode = install_mode(r.mode, loc, self.umask)
+            mode = MODES.setdefault(mode, mode)  # one int per mode, not per new file
             self.plan.ops.append(Op(rel, "write", r.sha256, mode, expect, _raw_sha(loc),
                                     source=_remote_source(self.session, r)))
         if overwrite:

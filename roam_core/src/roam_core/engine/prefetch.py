@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from roam_core.engine.journal import Op
 
 #: How far the prefetch thread may read ahead of the file writing (bytes held).
-PREFETCH_BYTES = 16 * 1024 * 1024
+PREFETCH_BYTES = 8 * 1024 * 1024
 #: How long closing waits for the prefetch thread (it may be inside one store read).
 PREFETCH_JOIN = 30.0
 #: A waiting writer is woken when this many items or bytes are ready (or the reader ends).

@@ -43,8 +43,10 @@ def pull(session: Session, *, apply: bool = False, overwrite_conflicts: bool = F
     rekeyed.adopt(session, state, view)  # after a key rotation: the base's new blob names
     planner = Planner(session, state, view, overwrite_conflicts=overwrite_conflicts, only=only,
                       cron_only=cron_only)
+    view.read_trees()
+    # the indexes' refs served to find the trees: the manifest says where every blob is
+    session.repo.forget_catalog()
     plan = planner.build()
-    session.repo.forget_catalog()  # the manifest says where every blob is
     result = PullResult(plan)
     writes = [op.rel for op in plan.ops if op.action == "write"]
     planned = sum(view.manifest[rel].size for rel in writes if rel in view.manifest)

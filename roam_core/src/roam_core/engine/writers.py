@@ -27,8 +27,8 @@ SMALL_FILE = 256 * 1024
 WRITER_THREADS = 2
 #: A batch is handed over when it holds this many files or bytes.
 BATCH_FILES = 64
-BATCH_BYTES = 2 * 1024 * 1024
-#: Batches waiting for a writer at most (bounds the bytes held: about 8 MiB).
+BATCH_BYTES = 1024 * 1024
+#: Batches waiting for a writer at most (bounds the bytes held: about 4 MiB).
 QUEUED_BATCHES = 4
 
 #: One file to create: its path, the mode to create it with, the mode to set after

@@ -21,6 +21,8 @@ def is_hex64(value: object) -> bool:
     """Whether `value` is 64 lower-case hex digits: a digest or an object id, nothing else."""
     return isinstance(value, str) and _HEX64.fullmatch(value) is not None
 MAX_PATH = 4096
+#: Each file mode as one shared int (a mode read from JSON or computed is an object each).
+MODES: dict[int, int] = {}
 
 
 def synced_mode(mode: int) -> int:
@@ -84,7 +86,10 @@ class FileEntry:
             # pack keys and scopes repeat across thousands of entries: one string each
             blobs = tuple((str(b[0]), sys.intern(str(b[1])), int(b[2]), int(b[3]))
                           for b in data["blobs"])
-            entry = cls(path, int(data["size"]), int(data["mode"]), str(data["sha256"]),
+            mode = int(data["mode"])
+            # a few modes repeat 100,000 times: one int object each (512 at most)
+            mode = MODES.setdefault(mode, mode) if 0 <= mode <= 0o777 else mode
+            entry = cls(path, int(data["size"]), mode, str(data["sha256"]),
                         sys.intern(str(data.get("scope", "shared"))), blobs)
         except (KeyError, TypeError, ValueError, IndexError, OverflowError):  # int(inf)
             raise IntegrityError(f"integrity error: {what} has a malformed entry") from None

@@ -20,7 +20,7 @@ from roam_core.store.objects import CHUNK_SIZE, PACK_TARGET
 
 #: One span reads at most this many bytes from a local store, where a read costs no round
 #: trip and smaller spans keep less in memory.
-SPAN_BYTES = 8 * 1024 * 1024
+SPAN_BYTES = 4 * 1024 * 1024
 #: Bytes of unwanted blobs a span may read through to join two wanted ones.
 SPAN_GAP = 256 * 1024
 #: Bytes read ahead and not yet taken, at most (one span more when a single one is larger).
