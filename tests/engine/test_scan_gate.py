@@ -10,6 +10,9 @@ push through.
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,6 +20,8 @@ from pathlib import Path
 import pytest
 
 from fleet import Device, new_key
+from roam_core.secretscan import idle
+from roam_core.secretscan.idle import IdleScan
 from roam_core.secretscan.scan import Scanner
 from roam_core.store import packer
 
@@ -117,3 +122,81 @@ def test_the_scan_runs_beside_the_packing(tmp_path: Path,
     dev.write(LAST, "---\nname: zzz\n---\nclean\n")
     assert dev.roam("push").code == 0
     assert sealed_first["overlapped"]  # packs were sealed while the scan still worked
+
+
+# The idle worker (roam_core/secretscan/idle.py): a large push scans its plain files in one
+# low-priority process, the push's own thread taking over when the push waits for the
+# verdict. The worker's hooks hold it (SIGSTOP) or kill it, so who scans what is fixed by
+# events, not by how fast this machine is.
+
+
+@pytest.fixture
+def idle_worker(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], list[IdleScan]]:
+    """Every push scans with the idle worker; `arm(action)` holds or kills it at its start.
+
+    Returns the scans started, to read who took over and why.
+    """
+    monkeypatch.setattr(idle, "IDLE_MIN_BYTES", 0)
+    started: list[IdleScan] = []
+
+    def arm(action: str) -> list[IdleScan]:
+        def hook(self: IdleScan, proc: subprocess.Popen[bytes]) -> None:
+            started.append(self)
+            if action == "hold":
+                os.kill(proc.pid, signal.SIGSTOP)  # it never reports: the push takes over
+            elif action == "kill":
+                proc.kill()
+
+        monkeypatch.setattr(IdleScan, "_started", hook)
+        return started
+
+    return arm
+
+
+@pytest.mark.timeout(240)  # a hand-over that never comes hangs the push: fail instead
+@pytest.mark.parametrize("packs", ["sealed", "none"])
+def test_a_held_idle_worker_hands_over_and_the_secret_uploads_nothing(
+        tmp_path: Path, store: tuple[dict, Callable[[], set[str]]],
+        idle_worker: Callable[[str], list[IdleScan]], monkeypatch: pytest.MonkeyPatch,
+        packs: str) -> None:
+    """Sealed packs fill the gate (the push stalls) / the packer finishes first."""
+    if packs == "sealed":
+        monkeypatch.setattr("roam_core.store.packer.PACK_TARGET", 64 * 1024)
+    settings, keys = store
+    dev = _home(tmp_path, settings)
+    dev.write(LAST, f"---\nname: zzz\n---\nthe user pasted {TOKEN}\n")
+    before = keys()
+    scans = idle_worker("hold")
+
+    stopped = dev.roam("push")
+
+    assert stopped.code == 1, stopped.out + stopped.err
+    assert f"{LAST}:4 github-token" in stopped.err, stopped.err
+    assert keys() == before  # no pack, no index, no tree, no snapshot, no HEAD
+    [scan] = scans
+    assert scan.handover.reason == ("stalled" if packs == "sealed" else "packed")
+    assert not scan.reported and scan.own  # every plain file was the push's own to scan
+
+    dev.write(LAST, "---\nname: zzz\n---\nclean now\n")
+    assert dev.roam("push").code == 0
+    assert len(keys() - before) > (20 if packs == "sealed" else 3)
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("worker", ["kill", "run"])
+def test_a_dead_or_free_idle_worker_stops_a_secret(
+        tmp_path: Path, idle_worker: Callable[[str], list[IdleScan]], worker: str) -> None:
+    """Killed at its start (the push scans every file) / left alone (it may scan them all)."""
+    root = tmp_path / "store"
+    root.mkdir()
+    dev = _home(tmp_path, {"backend": "local", "local_dir": str(root)})
+    dev.write(LAST, f"---\nname: zzz\n---\nthe user pasted {TOKEN}\n")
+    before = sorted(root.rglob("*"))
+    scans = idle_worker(worker)
+
+    stopped = dev.roam("push")
+
+    assert stopped.code == 1 and f"{LAST}:4 github-token" in stopped.err, stopped.err
+    assert sorted(root.rglob("*")) == before
+    [scan] = scans
+    assert not scan.reported if worker == "kill" else (scan.reported or scan.own)

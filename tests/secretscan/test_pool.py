@@ -100,6 +100,18 @@ def _descendants(pid: int) -> set[int]:
     return out
 
 
+def _argv_and_environment(pids: set[int]) -> bytes:
+    """The command lines and environments of `pids`, as one byte string."""
+    seen = b""
+    for pid in pids:
+        for name in ("cmdline", "environ"):
+            try:
+                seen += Path(f"/proc/{pid}/{name}").read_bytes() + b"\n"
+            except OSError:
+                pass  # already gone
+    return seen
+
+
 def test_a_failed_worker_means_a_serial_scan(tmp_path: Path, monkeypatch) -> None:
     files = _corpus(tmp_path, 4)
     monkeypatch.setattr("sys.executable", "/bin/false")
@@ -119,13 +131,7 @@ def test_literals_never_in_a_workers_argv_or_environment(tmp_path: Path,
     thread.start()
     with open(fifo, "wb") as writer:  # returns once a worker has opened the FIFO
         workers = _descendants(os.getpid())
-        seen = b""
-        for pid in workers:
-            for name in ("cmdline", "environ"):
-                try:
-                    seen += Path(f"/proc/{pid}/{name}").read_bytes() + b"\n"
-                except OSError:
-                    pass
+        seen = _argv_and_environment(workers)
         writer.write(f"value {LITERAL} and {SHORT_LITERAL}\n".encode())
     thread.join(60)
     assert workers and b"roam_core.secretscan.pool" in seen, "no worker seen: proves nothing"

@@ -11,6 +11,7 @@ import datetime
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from roam_core import __version__
 from roam_core.engine import force_guard, inventory, rekeyed
@@ -32,6 +33,9 @@ from roam_core.errors import ConflictError, RefConflict, UserError
 from roam_core.scope.never import allowed_credentials
 from roam_core.scope.walk import hidden_by
 from roam_core.secretscan.scan import Finding, Scanner, SecretsFound
+
+if TYPE_CHECKING:
+    from roam_core.secretscan.idle import Handover
 from roam_core.store.gate import GateClosed, UploadGate
 from roam_core.store.manifest import FileEntry, Manifest, over_limits, synced_mode
 from roam_core.store.objects import Head, Snapshot, snapshot_key, tree_key
@@ -66,6 +70,9 @@ class PushResult:
     scan_cpu_seconds: float = 0.0
     #: how long the push waited for the scan after its packing (the scan runs beside it)
     scan_wait_seconds: float = 0.0
+    #: files the idle scan worker scanned, and why the push took the rest over (if it did)
+    scan_worker_files: int = 0
+    scan_handover: str | None = None
 
     def as_json(self) -> dict[str, object]:
         return {"secret_findings": [finding.as_json() for finding in self.findings],
@@ -73,6 +80,8 @@ class PushResult:
                 "secret_scan_seconds": round(self.scan_seconds, 4),
                 "secret_scan_cpu_seconds": round(self.scan_cpu_seconds, 4),
                 "secret_scan_wait_seconds": round(self.scan_wait_seconds, 4),
+                "secret_scan_worker_files": self.scan_worker_files,
+                "secret_scan_handover": self.scan_handover,
                 "generation": self.generation, "added": self.added, "changed": self.changed,
                 "removed": self.removed, "carried_forward": self.carried,
                 "bytes_changed": self.bytes_changed, "uploaded_bytes": self.uploaded_bytes,
@@ -324,8 +333,12 @@ def _push(session: Session, state: LocalState, reads: PushReads, started: float,
 
 
 def scan_outgoing(session: Session, to_send: list[LocalFile], host_keys: tuple[str, ...],
-                  result: PushResult) -> list[Finding]:
-    """Secret findings in the files about to be uploaded (only changed ones reach here)."""
+                  result: PushResult, handover: Handover | None = None) -> list[Finding]:
+    """Secret findings in the files about to be uploaded (only changed ones reach here).
+
+    With `handover` (the scan beside the packing), a large push's plain files are scanned by
+    an idle worker process, this thread taking over when the push waits for the verdict.
+    """
     import time
 
     from roam_core.secretscan.scan import scanner_for
@@ -335,7 +348,7 @@ def scan_outgoing(session: Session, to_send: list[LocalFile], host_keys: tuple[s
     scanner = scanner_for(session.root, session.state_dir, session.settings)
     findings: list[Finding] = []
     redact = session.core.redact_memories
-    pooled = _scan_pooled(scanner, to_send)
+    pooled = _scan_pooled(scanner, to_send, handover, result)
     for item in to_send:
         if item.rel in pooled:
             found = pooled[item.rel]
@@ -374,15 +387,24 @@ def _scan_beside(session: Session, to_send: list[LocalFile], host_keys: tuple[st
 
     Returns the verdict: it waits for the scan and gives its findings (or raises its error).
     The scan's thread runs in a copy of this context, so the push's deadline applies to it.
+    A large scan's idle worker is hurried when the push waits for the verdict: when every
+    sealing thread waits at the gate, or when the verdict is asked for (the packer is done);
+    the gate's closing without a verdict (the push failed) stops it.
     """
     import contextvars
     import threading
 
+    from roam_core.secretscan.idle import Handover
+
     outcome: dict[str, object] = {}
+    handover = Handover()
+    gate.on_stall = lambda: handover.hurry("stalled")
+    gate.on_close = handover.cancel
 
     def scan() -> None:
         try:
-            outcome["findings"] = found = scan_outgoing(session, to_send, host_keys, result)
+            outcome["findings"] = found = scan_outgoing(session, to_send, host_keys, result,
+                                                        handover)
         except BaseException as error:  # re-raised by the verdict, in the push's thread
             outcome["error"] = error
             gate.close()
@@ -394,6 +416,7 @@ def _scan_beside(session: Session, to_send: list[LocalFile], host_keys: tuple[st
     thread.start()
 
     def verdict() -> list[Finding]:
+        handover.hurry("packed")
         thread.join()
         if "error" in outcome:
             raise outcome["error"]  # type: ignore[misc]
@@ -412,18 +435,31 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _scan_pooled(scanner: Scanner, to_send: list[LocalFile]) -> dict[str, list[Finding] | None]:
-    """Findings of the plain files of a large push, scanned in a process pool.
+def _scan_pooled(scanner: Scanner, to_send: list[LocalFile], handover: Handover | None,
+                 result: PushResult) -> dict[str, list[Finding] | None]:
+    """Findings of the plain files of a large push, scanned in other processes.
 
-    Empty when the push is too small (or the machine has one core) or a worker failed:
-    then every file is scanned here. Config files (their projection) and redacted copies
-    are always scanned here.
+    Beside the packing (`handover`), by one idle worker and this thread at the end
+    (roam_core/secretscan/idle.py); before it, by a process pool. Empty when the push is
+    too small (or the machine has one core) or a pool worker failed: then every file is
+    scanned here. Config files (their projection) and redacted copies are always scanned
+    here.
     """
     from roam_core.secretscan.pool import scan_in_pool, worth_a_pool
 
     plain = [(item.rel, item.location, item.size) for item in to_send
              if not item.is_config and item.redacted is None]
-    workers = worth_a_pool(sum(size for _, _, size in plain))
+    total = sum(size for _, _, size in plain)
+    if handover is not None:
+        from roam_core.secretscan import idle
+
+        if total < idle.IDLE_MIN_BYTES:
+            return {}
+        scan = idle.IdleScan(scanner, plain, handover)
+        found = scan.run()
+        result.scan_worker_files, result.scan_handover = len(scan.reported), handover.reason
+        return found
+    workers = worth_a_pool(total)
     return (scan_in_pool(scanner, plain, workers) if workers else None) or {}
 
 

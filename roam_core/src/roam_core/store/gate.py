@@ -11,6 +11,7 @@ pack, so it reads no further.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 
 class GateClosed(Exception):
@@ -24,6 +25,15 @@ class UploadGate:
         self._decided = threading.Event()
         self._passed = False
         self._lock = threading.Lock()
+        #: How many threads may wait here at once (the packer's sealing workers: it sets
+        #: this). When all of them wait, the push can go no further before the verdict.
+        self.holders = 1
+        self._held = 0
+        #: Called (once per stall, in the waiting thread) when all holders wait: the scan
+        #: then hurries (roam_core/secretscan/idle.py).
+        self.on_stall: Callable[[], None] | None = None
+        #: Called once if the gate closes (the scan then stops: nothing will be stored).
+        self.on_close: Callable[[], None] | None = None
 
     def open(self) -> None:
         """Let the held packs be stored (unless the gate was closed first)."""
@@ -35,9 +45,12 @@ class UploadGate:
 
     def _decide(self, passed: bool) -> None:
         with self._lock:
-            if not self._decided.is_set():
-                self._passed = passed
-                self._decided.set()
+            if self._decided.is_set():
+                return
+            self._passed = passed
+            self._decided.set()
+        if not passed and self.on_close is not None:
+            self.on_close()
 
     @property
     def closed(self) -> bool:
@@ -50,6 +63,16 @@ class UploadGate:
 
     def wait(self) -> None:
         """Block until the gate is decided; `GateClosed` unless it opened."""
-        self._decided.wait()
+        if not self._decided.is_set():
+            with self._lock:
+                self._held += 1
+                stalled = self._held == self.holders and not self._decided.is_set()
+            try:
+                if stalled and self.on_stall is not None:
+                    self.on_stall()
+                self._decided.wait()
+            finally:
+                with self._lock:
+                    self._held -= 1
         if not self._passed:
             raise GateClosed("the secret scan did not pass: nothing is stored")

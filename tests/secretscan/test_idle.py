@@ -1,0 +1,203 @@
+"""The idle worker's scan finds exactly what the serial scan finds, whoever scans what.
+
+The worker (roam_core/secretscan/idle.py) scans in file order and reports in batches; the
+parent takes over from the last file backwards when the push waits for the verdict, or when
+the worker dies. These tests fix who scans what with the worker's own hooks (held with
+SIGSTOP, killed with SIGKILL, a FIFO it cannot read past), never with sleeps.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from roam_core.secretscan import idle, pool
+from roam_core.secretscan.idle import Handover, IdleScan, ScanCancelled
+from secretscan.test_pool import (
+    LITERAL,
+    SHORT_LITERAL,
+    _argv_and_environment,
+    _corpus,
+    _descendants,
+    _scanner,
+)
+
+pytestmark = pytest.mark.timeout(180)  # a broken hand-over hangs: fail, do not hold CI
+
+
+@pytest.fixture(autouse=True)
+def normal_priority(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker at normal priority: on a loaded test machine an idle one barely runs.
+
+    The one test that checks the priority puts it back.
+    """
+    monkeypatch.setattr(idle, "lower_priority", lambda pid=0: None)
+    monkeypatch.setattr(idle, "BATCH_FILES", 1)  # a report per file: hand-overs mid-way
+
+
+def _serial(files: list[tuple[str, str, int]]) -> dict:
+    scanner = _scanner()
+    out = {}
+    for rel, location, _size in files:
+        try:
+            out[rel] = scanner.scan_file(rel, location)
+        except FileNotFoundError:
+            out[rel] = None
+    return out
+
+
+def _files(tmp_path: Path) -> list[tuple[str, str, int]]:
+    files = _corpus(tmp_path)
+    files.insert(7, ("gone.md", str(tmp_path / "gone.md"), 5))  # vanished before the scan
+    return files
+
+
+def test_the_worker_alone_finds_what_the_serial_scan_finds(tmp_path: Path) -> None:
+    files = _files(tmp_path)
+    scan = IdleScan(_scanner(), files, Handover())
+
+    found = scan.run()
+
+    assert found == _serial(files) and found["gone.md"] is None
+    assert len(scan.reported) == len(files) and not scan.own  # no hand-over: all the worker's
+    assert sum(len(f) for f in found.values() if f) > 50
+
+
+def test_the_packer_finishing_first_leaves_every_file_to_the_parent(tmp_path: Path) -> None:
+    files = _files(tmp_path)
+    handover = Handover()
+
+    class Held(IdleScan):
+        def _started(self, proc: subprocess.Popen[bytes]) -> None:
+            os.kill(proc.pid, signal.SIGSTOP)  # the worker never gets a core
+            handover.hurry("packed")
+
+    scan = Held(_scanner(), files, handover)
+    assert scan.run() == _serial(files)
+    assert not scan.reported and len(scan.own) == len(files)
+    assert scan.proc is not None and scan.proc.returncode == -signal.SIGKILL  # stopped
+
+
+def _stop(pid: int) -> None:
+    """SIGSTOP `pid` and return once it is stopped (it reads nothing more after that)."""
+    os.kill(pid, signal.SIGSTOP)
+    while Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "tT":
+        time.sleep(0.001)
+
+
+def _held_at(tmp_path: Path, files: list, index: int) -> threading.Thread:
+    """A FIFO at `index` of `files`: nobody reads past it until the returned thread runs.
+
+    The thread writes two literal secrets into it (started once only the parent can read).
+    """
+    fifo = tmp_path / "held.md"
+    os.mkfifo(fifo)
+    files.insert(index, ("held.md", str(fifo), 1 << 20))
+    content = f"value {LITERAL} and {SHORT_LITERAL}\n".encode()
+    return threading.Thread(target=lambda: fifo.open("wb").write(content))
+
+
+def test_a_hand_over_meets_the_worker_mid_way(tmp_path: Path) -> None:
+    """The worker reports some files and is held before a FIFO: the parent scans the rest."""
+    files = _files(tmp_path)
+    writer = _held_at(tmp_path, files, 30)
+    handover = Handover()
+
+    class MidWay(IdleScan):
+        def _received(self, count: int) -> None:
+            if count >= 5 and handover.reason is None:
+                assert self.proc is not None
+                _stop(self.proc.pid)  # it never reads the FIFO: the parent will
+                writer.start()
+                handover.hurry("stalled")
+
+    scan = MidWay(_scanner(), files, handover)
+    found = scan.run()
+    writer.join()
+    expected = _serial([f for f in files if f[0] != "held.md"])
+    assert sorted(f.rule for f in found.pop("held.md")) == ["literal-secret"] * 2
+    assert found == expected
+    # the parent stopped where the worker's reports began; the two cover every file
+    assert 5 <= len(scan.reported) <= 30 and min(scan.own) <= len(scan.reported)
+    assert set(range(len(scan.reported))) | set(scan.own) == set(range(len(files)))
+
+
+def test_a_worker_killed_mid_scan_leaves_the_rest_to_the_parent(tmp_path: Path) -> None:
+    """Killed after its first report, held before a FIFO: the parent scans what is left."""
+    files = _files(tmp_path)
+    writer = _held_at(tmp_path, files, 20)
+
+    class Killed(IdleScan):
+        def _received(self, count: int) -> None:
+            assert self.proc is not None
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+                writer.start()  # only now: the parent is the FIFO's one reader
+
+    scan = Killed(_scanner(), files, Handover())  # no hand-over: the death alone
+    found = scan.run()
+    writer.join()
+    expected = _serial([f for f in files if f[0] != "held.md"])
+    assert sorted(f.rule for f in found.pop("held.md")) == ["literal-secret"] * 2
+    assert found == expected
+    assert 0 < len(scan.reported) <= 20 and 20 in scan.own
+
+
+def test_a_worker_that_cannot_start_leaves_everything_to_the_parent(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    files = _files(tmp_path)
+    monkeypatch.setattr("sys.executable", str(tmp_path / "no-python"))
+    scan = IdleScan(_scanner(), files, Handover())
+    assert scan.run() == _serial(files) and len(scan.own) == len(files)
+
+
+def test_a_cancelled_push_stops_the_scan_and_its_worker(tmp_path: Path) -> None:
+    handover = Handover()
+
+    class Cancelled(IdleScan):
+        def _started(self, proc: subprocess.Popen[bytes]) -> None:
+            os.kill(proc.pid, signal.SIGSTOP)
+            handover.cancel()
+
+    scan = Cancelled(_scanner(), _files(tmp_path), handover)
+    with pytest.raises(ScanCancelled):
+        scan.run()
+    assert scan.proc is not None and scan.proc.returncode == -signal.SIGKILL
+
+
+@pytest.mark.parametrize("busy", [0.5, 2.0])
+def test_the_worker_runs_idle_and_holds_no_secret_in_argv_or_environment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, busy: float) -> None:
+    """Idle while a core is free; at normal priority (a fair share) on a saturated machine."""
+    monkeypatch.undo()  # the real priority
+    monkeypatch.setattr(pool, "usable_cores", lambda: 2)
+    monkeypatch.setattr(pool, "busy_cores", lambda: busy)
+    monkeypatch.setenv("ROAM_ARCHIVE_KEY", "ROAM_ARCHIVE_KEY")  # roam's own: not passed on
+    fifo = tmp_path / "held.md"  # holds the worker in its read while we look at it
+    os.mkfifo(fifo)
+    scan = IdleScan(_scanner(), [("held.md", str(fifo), 1 << 20)], Handover())
+    result: dict = {}
+    thread = threading.Thread(target=lambda: result.update(scan.run()))
+    thread.start()
+    with open(fifo, "wb") as writer:  # returns once the worker has opened the FIFO
+        workers = _descendants(os.getpid())
+        seen = _argv_and_environment(workers)
+        assert scan.proc is not None and scan.proc.pid in workers
+        policy = os.sched_getscheduler(scan.proc.pid)
+        writer.write(f"value {LITERAL} and {SHORT_LITERAL}\n".encode())
+    thread.join()
+    assert b"roam_core.secretscan.idle" in seen, "no worker seen: proves nothing"
+    assert LITERAL.encode() not in seen and SHORT_LITERAL.encode() not in seen
+    assert b"ROAM_ARCHIVE_KEY" not in seen
+    # idle: it takes only the cores nothing else wants; saturated: it would hardly run
+    assert policy == (os.SCHED_IDLE if busy < 2 else os.SCHED_OTHER)
+    # ...and yet the worker had the literals: it found both.
+    assert sorted(f.rule for f in result["held.md"]) == ["literal-secret", "literal-secret"]
+    assert len(scan.reported) == 1 and not scan.own
