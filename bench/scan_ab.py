@@ -1,17 +1,20 @@
 """The push scan's cost on the benchmark's large first push, in alternating A/B runs.
 
-    python bench/scan_ab.py [--work DIR] [--runs N] [--modes idle,off,thread]
+    python bench/scan_ab.py [--work DIR] [--runs N] [--modes worker,off,thread]
 
 Each round runs a first `roam push --json` of the `large` home (bench/homes.py) to an empty
 local store once per mode, the order rotating each round:
 
-- `idle`: the push as shipped (large pushes scan in one worker process, at the lowest
-  priority unless the load average says every core is busy);
-- `lowest` / `normal`: the worker at the lowest / normal priority whatever the load;
+- `worker`: the push as shipped (a large push scans in one worker process);
 - `thread`: the same code with the worker switched off (the scan in a thread of the push,
   as before the worker);
-- `nice`: the worker at `nice 19` instead of `SCHED_IDLE` whatever the load;
+- `lowest`: the worker at the lowest priority (`SCHED_IDLE`; with `--realtime`, just below
+  the push);
 - `off`: `scan_outgoing` replaced by "no findings" (no scan at all).
+
+`--realtime` (root, Linux) runs each push at real-time priority (`SCHED_RR` 2, a `lowest`
+worker at 1): the push then owns the cores as on a quiet machine, whatever else runs on a
+shared one; other processes get what the push leaves (and the kernel's 5 % reserve).
 
 Prints each run's wall time, processor time (the push process and its children: user +
 system, far less noisy than wall time on a shared machine), the time the push waited for
@@ -39,20 +42,24 @@ from homes import SPECS, generate
 
 WRAP = """\
 import os, sys
-mode = sys.argv[1]
+mode, realtime = sys.argv[1], os.environ.pop("SCAN_AB_REALTIME", "")
 import roam_core.engine.push as push
-import roam_core.secretscan.idle as idle
+import roam_core.secretscan.worker as worker
+if realtime:  # the push above every other process (a quiet machine on a shared one)
+    os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(2))
 if mode == "off":
     push.scan_outgoing = lambda *a, **k: []
 elif mode == "thread":
-    idle.IDLE_MIN_BYTES = 1 << 62
-elif mode == "normal":
-    idle.saturated = lambda: True
+    worker.WORKER_MIN_BYTES = 1 << 62
 elif mode == "lowest":
-    idle.saturated = lambda: False
-elif mode == "nice":
-    idle.saturated = lambda: False
-    idle.lower_priority = lambda pid=0: os.setpriority(os.PRIO_PROCESS, pid, 19)
+    started = worker.WorkerScan._started
+    def lowest(self, proc):
+        if realtime:  # just below the push, above everything else
+            os.sched_setscheduler(proc.pid, os.SCHED_RR, os.sched_param(1))
+        else:
+            os.sched_setscheduler(proc.pid, os.SCHED_IDLE, os.sched_param(0))
+        started(self, proc)
+    worker.WorkerScan._started = lowest
 from roam_core.cli.main import main
 sys.exit(main(sys.argv[2:]))
 """
@@ -67,7 +74,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--work", type=Path, default=None)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--modes", default="idle,off,thread")
+    parser.add_argument("--modes", default="worker,off,thread")
+    parser.add_argument("--realtime", action="store_true")
     args = parser.parse_args()
     modes = args.modes.split(",")
     work = args.work or Path(tempfile.mkdtemp(prefix="roam-scan-ab-"))
@@ -77,6 +85,8 @@ def main() -> int:
         generate(SPECS["large"], home, {"backend": "local", "local_dir": str(store)})
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ROAM_", "HERMES_"))}
     env["ROAM_ARCHIVE_KEY"] = os.urandom(32).hex()
+    if args.realtime:
+        env["SCAN_AB_REALTIME"] = "1"
     runs: dict[str, list[tuple[float, float, float]]] = {mode: [] for mode in modes}
     for round_ in range(args.runs):
         for mode in modes[round_ % len(modes):] + modes[:round_ % len(modes)]:

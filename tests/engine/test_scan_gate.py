@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from fleet import Device, new_key
-from roam_core.secretscan import idle
-from roam_core.secretscan.idle import IdleScan
+from roam_core.secretscan import worker as scan_worker
 from roam_core.secretscan.scan import Scanner
+from roam_core.secretscan.worker import WorkerScan
 from roam_core.store import packer
 
 pytest_plugins = ("support.s3_servers",)
@@ -124,30 +124,30 @@ def test_the_scan_runs_beside_the_packing(tmp_path: Path,
     assert sealed_first["overlapped"]  # packs were sealed while the scan still worked
 
 
-# The idle worker (roam_core/secretscan/idle.py): a large push scans its plain files in one
-# low-priority process, the push's own thread taking over when the push waits for the
+# The scan worker (roam_core/secretscan/worker.py): a large push scans its plain files in one
+# other process, the push's own thread taking over when the push waits for the
 # verdict. The worker's hooks hold it (SIGSTOP) or kill it, so who scans what is fixed by
 # events, not by how fast this machine is.
 
 
 @pytest.fixture
-def idle_worker(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], list[IdleScan]]:
-    """Every push scans with the idle worker; `arm(action)` holds or kills it at its start.
+def scan_worker_armed(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], list[WorkerScan]]:
+    """Every push scans with the worker process; `arm(action)` holds or kills it at its start.
 
     Returns the scans started, to read who took over and why.
     """
-    monkeypatch.setattr(idle, "IDLE_MIN_BYTES", 0)
-    started: list[IdleScan] = []
+    monkeypatch.setattr(scan_worker, "WORKER_MIN_BYTES", 0)
+    started: list[WorkerScan] = []
 
-    def arm(action: str) -> list[IdleScan]:
-        def hook(self: IdleScan, proc: subprocess.Popen[bytes]) -> None:
+    def arm(action: str) -> list[WorkerScan]:
+        def hook(self: WorkerScan, proc: subprocess.Popen[bytes]) -> None:
             started.append(self)
             if action == "hold":
                 os.kill(proc.pid, signal.SIGSTOP)  # it never reports: the push takes over
             elif action == "kill":
                 proc.kill()
 
-        monkeypatch.setattr(IdleScan, "_started", hook)
+        monkeypatch.setattr(WorkerScan, "_started", hook)
         return started
 
     return arm
@@ -155,9 +155,9 @@ def idle_worker(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], list[IdleSca
 
 @pytest.mark.timeout(240)  # a hand-over that never comes hangs the push: fail instead
 @pytest.mark.parametrize("packs", ["sealed", "none"])
-def test_a_held_idle_worker_hands_over_and_the_secret_uploads_nothing(
+def test_a_held_scan_worker_hands_over_and_the_secret_uploads_nothing(
         tmp_path: Path, store: tuple[dict, Callable[[], set[str]]],
-        idle_worker: Callable[[str], list[IdleScan]], monkeypatch: pytest.MonkeyPatch,
+        scan_worker_armed: Callable[[str], list[WorkerScan]], monkeypatch: pytest.MonkeyPatch,
         packs: str) -> None:
     """Sealed packs fill the gate (the push stalls) / the packer finishes first."""
     if packs == "sealed":
@@ -166,7 +166,7 @@ def test_a_held_idle_worker_hands_over_and_the_secret_uploads_nothing(
     dev = _home(tmp_path, settings)
     dev.write(LAST, f"---\nname: zzz\n---\nthe user pasted {TOKEN}\n")
     before = keys()
-    scans = idle_worker("hold")
+    scans = scan_worker_armed("hold")
 
     stopped = dev.roam("push")
 
@@ -184,15 +184,15 @@ def test_a_held_idle_worker_hands_over_and_the_secret_uploads_nothing(
 
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize("worker", ["kill", "run"])
-def test_a_dead_or_free_idle_worker_stops_a_secret(
-        tmp_path: Path, idle_worker: Callable[[str], list[IdleScan]], worker: str) -> None:
+def test_a_dead_or_free_scan_worker_stops_a_secret(
+        tmp_path: Path, scan_worker_armed: Callable[[str], list[WorkerScan]], worker: str) -> None:
     """Killed at its start (the push scans every file) / left alone (it may scan them all)."""
     root = tmp_path / "store"
     root.mkdir()
     dev = _home(tmp_path, {"backend": "local", "local_dir": str(root)})
     dev.write(LAST, f"---\nname: zzz\n---\nthe user pasted {TOKEN}\n")
     before = sorted(root.rglob("*"))
-    scans = idle_worker(worker)
+    scans = scan_worker_armed(worker)
 
     stopped = dev.roam("push")
 

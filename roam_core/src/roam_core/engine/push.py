@@ -35,7 +35,7 @@ from roam_core.scope.walk import hidden_by
 from roam_core.secretscan.scan import Finding, Scanner, SecretsFound
 
 if TYPE_CHECKING:
-    from roam_core.secretscan.idle import Handover
+    from roam_core.secretscan.worker import Handover
 from roam_core.store.gate import GateClosed, UploadGate
 from roam_core.store.manifest import FileEntry, Manifest, over_limits, synced_mode
 from roam_core.store.objects import Head, Snapshot, snapshot_key, tree_key
@@ -70,7 +70,7 @@ class PushResult:
     scan_cpu_seconds: float = 0.0
     #: how long the push waited for the scan after its packing (the scan runs beside it)
     scan_wait_seconds: float = 0.0
-    #: files the idle scan worker scanned, and why the push took the rest over (if it did)
+    #: files the scan worker process scanned, and why the push took the rest over (if it did)
     scan_worker_files: int = 0
     scan_handover: str | None = None
 
@@ -337,7 +337,7 @@ def scan_outgoing(session: Session, to_send: list[LocalFile], host_keys: tuple[s
     """Secret findings in the files about to be uploaded (only changed ones reach here).
 
     With `handover` (the scan beside the packing), a large push's plain files are scanned by
-    an idle worker process, this thread taking over when the push waits for the verdict.
+    a worker process, this thread taking over when the push waits for the verdict.
     """
     import time
 
@@ -387,14 +387,14 @@ def _scan_beside(session: Session, to_send: list[LocalFile], host_keys: tuple[st
 
     Returns the verdict: it waits for the scan and gives its findings (or raises its error).
     The scan's thread runs in a copy of this context, so the push's deadline applies to it.
-    A large scan's idle worker is hurried when the push waits for the verdict: when every
+    A large scan's worker process is helped when the push waits for the verdict: when every
     sealing thread waits at the gate, or when the verdict is asked for (the packer is done);
     the gate's closing without a verdict (the push failed) stops it.
     """
     import contextvars
     import threading
 
-    from roam_core.secretscan.idle import Handover
+    from roam_core.secretscan.worker import Handover
 
     outcome: dict[str, object] = {}
     handover = Handover()
@@ -439,8 +439,8 @@ def _scan_pooled(scanner: Scanner, to_send: list[LocalFile], handover: Handover 
                  result: PushResult) -> dict[str, list[Finding] | None]:
     """Findings of the plain files of a large push, scanned in other processes.
 
-    Beside the packing (`handover`), by one idle worker and this thread at the end
-    (roam_core/secretscan/idle.py); before it, by a process pool. Empty when the push is
+    Beside the packing (`handover`), by one worker process and this thread at the end
+    (roam_core/secretscan/worker.py); before it, by a process pool. Empty when the push is
     too small (or the machine has one core) or a pool worker failed: then every file is
     scanned here. Config files (their projection) and redacted copies are always scanned
     here.
@@ -451,11 +451,11 @@ def _scan_pooled(scanner: Scanner, to_send: list[LocalFile], handover: Handover 
              if not item.is_config and item.redacted is None]
     total = sum(size for _, _, size in plain)
     if handover is not None:
-        from roam_core.secretscan import idle
+        from roam_core.secretscan import worker
 
-        if total < idle.IDLE_MIN_BYTES:
+        if total < worker.WORKER_MIN_BYTES:
             return {}
-        scan = idle.IdleScan(scanner, plain, handover)
+        scan = worker.WorkerScan(scanner, plain, handover)
         found = scan.run()
         result.scan_worker_files, result.scan_handover = len(scan.reported), handover.reason
         return found

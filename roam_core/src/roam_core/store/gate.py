@@ -1,11 +1,13 @@
 """The gate sealed packs wait behind until the push's secret scan has passed.
 
-A push scans its files in a thread beside the packing (docs/decisions.md, "The scan runs
-beside the packing"). The sealing threads seal packs while the scan works, but the store
-threads store nothing (no pack, no index) before the gate opens; a finding closes it and
-every held pack is dropped unstored. What waits is bounded by the packing stages' byte
-budget (`pipeline.PackStages`): once that is full, the packer's own thread waits for a held
-pack, so it reads no further.
+A push scans its files beside the packing (docs/decisions.md, "The scan runs beside the
+packing"; a large push's in a worker process, "A large push scans in one worker
+process"). The sealing threads seal packs while the scan works, but the store threads
+store nothing (no pack, no index) before the gate opens; a finding closes it and every held
+pack is dropped unstored. What waits is bounded by the packing stages' byte budget
+(`pipeline.PackStages`): once that is full, the packer's own thread waits for a held pack,
+so it reads no further. The gate tells the scan when that happens (`on_stall`), so the
+push's own thread helps the scan instead of idling.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ class UploadGate:
         self.holders = 1
         self._held = 0
         #: Called (once per stall, in the waiting thread) when all holders wait: the scan
-        #: then hurries (roam_core/secretscan/idle.py).
+        #: then helps its worker (roam_core/secretscan/worker.py).
         self.on_stall: Callable[[], None] | None = None
         #: Called once if the gate closes (the scan then stops: nothing will be stored).
         self.on_close: Callable[[], None] | None = None

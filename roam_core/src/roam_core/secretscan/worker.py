@@ -1,27 +1,27 @@
-"""The push scan in one low-priority worker process beside the packing.
+"""The push scan in one worker process beside the packing.
 
 A scan in a thread of the push holds the interpreter lock in its big C passes
 (`bytes.translate`, `int.from_bytes`, the multiply) and stalls the packer's threads, which
 need it only for moments between their hashing, compression and sealing: on a quiet 2-core
-machine that cost a large first push ~25 % of its wall time although the scan's processor
+machine that cost a large first push ~20 % of its wall time although the scan's processor
 time is ~14 % of the push's and ~1.9 core-seconds sat idle (docs/benchmarks.md). So a large
-push scans its plain files in ONE worker process (`python -m roam_core.secretscan.idle`, the
-pool's protocol: scanner pickled on stdin, allowlisted environment) at the lowest priority
-(`SCHED_IDLE` where there is one, else `nice 19`), which takes the cores the packer leaves
-idle rather than the packer's. It scans the files in order and reports them in small
-batches, so the parent always knows what is done.
+push scans its plain files in ONE worker process (`python -m roam_core.secretscan.worker`, the
+pool's protocol: scanner pickled on stdin, allowlisted environment), which shares the cores
+with the packer but not its interpreter lock. It keeps its normal priority: at the lowest
+one it fell behind the packer, which then waited for the verdict with its packs held
+(decisions.md). It scans the files in order and reports them in small batches, so the
+parent always knows what is done.
 
 When the push can go no further without the verdict (its packer finished, or every sealing
-thread waits at the gate), an unprivileged process cannot raise the worker's priority back:
-the parent scans the rest itself, from the last file backwards, until it meets the files the
-worker has reported; then the worker is stopped. A worker that fails or dies leaves the
-rest to the parent at once. Every file is scanned whole by the same scanner, once by one of
-the two, so the findings are the serial scan's (fail closed: never a file unscanned).
+thread waits at the gate), the parent scans the rest too, from the last file backwards,
+until it meets the files the worker has reported; then the worker is stopped. A worker that
+fails or dies leaves the rest to the parent at once. Every file is scanned whole by the same
+scanner, once by one of the two, so the findings are the serial scan's (fail closed: never a
+file unscanned).
 """
 
 from __future__ import annotations
 
-import os
 import pickle
 import subprocess
 import sys
@@ -29,13 +29,12 @@ import threading
 from collections.abc import Sequence
 from typing import IO
 
-from roam_core.secretscan import pool
 from roam_core.secretscan.pool import worker_env
 from roam_core.secretscan.scan import Finding, Scanner
 
 #: Below this much changed text the worker's start (a fresh interpreter, ~0.15 s of one core)
 #: costs more than the scan in a thread beside the packing: it stays there.
-IDLE_MIN_BYTES = 16 << 20
+WORKER_MIN_BYTES = 16 << 20
 #: The worker reports after this many files or this many bytes scanned, whichever comes
 #: first: few enough wake-ups of the parent, little scanned twice at the hand-over.
 BATCH_FILES = 64
@@ -71,35 +70,8 @@ class Handover:
             self.cond.notify_all()
 
 
-def saturated() -> bool:
-    """Whether other work already keeps every core busy (the one-minute load average).
-
-    There an idle worker would hardly run until the push stalls, and the scan would follow
-    the packing instead of running beside it: the worker keeps its normal priority and takes
-    a fair share, still without the interpreter lock the packer needs.
-    """
-    return pool.busy_cores() >= pool.usable_cores()
-
-
-def lower_priority(pid: int = 0) -> None:
-    """Put process `pid` (0: this one) at the lowest priority this system allows.
-
-    `SCHED_IDLE` runs only on cores nothing else wants; `nice 19` nearly so. Both can be set
-    by an unprivileged process on its own (or its child's) processes, never undone by it.
-    """
-    try:
-        os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))
-        return
-    except (AttributeError, OSError):
-        pass  # not Linux
-    try:
-        os.setpriority(os.PRIO_PROCESS, pid, 19)
-    except (AttributeError, OSError):
-        pass  # Windows: the parent starts the worker in the idle priority class
-
-
-class IdleScan:
-    """The scan of `files` ((rel, location, size)) by one idle worker and, at the end, us."""
+class WorkerScan:
+    """The scan of `files` ((rel, location, size)) by one worker and, at the end, us."""
 
     def __init__(self, scanner: Scanner, files: Sequence[tuple[str, str, int]],
                  handover: Handover) -> None:
@@ -141,14 +113,9 @@ class IdleScan:
                 for index, (rel, _location, _size) in enumerate(self.files)}
 
     def _start(self) -> subprocess.Popen[bytes]:
-        idle = not saturated()
-        flags = getattr(subprocess, "IDLE_PRIORITY_CLASS", 0) if idle else 0  # Windows only
-        proc = subprocess.Popen([sys.executable, "-m", "roam_core.secretscan.idle"],
+        proc = subprocess.Popen([sys.executable, "-m", "roam_core.secretscan.worker"],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, env=worker_env(),
-                                creationflags=flags)
-        if idle:
-            lower_priority(proc.pid)  # at once, not only once its interpreter is up
+                                stderr=subprocess.DEVNULL, env=worker_env())
         self._started(proc)
         return proc
 
@@ -214,10 +181,7 @@ class IdleScan:
 
 
 def _worker(source: IO[bytes], sink: IO[bytes]) -> None:
-    """Scan the files read from `source` in order, reporting each batch's findings on `sink`.
-
-    Its priority is the parent's choice (`IdleScan._start`), set before it reads its work.
-    """
+    """Scan the files read from `source` in order, reporting each batch's findings on `sink`."""
     literals, extra, allowed, files, batch_files, batch_bytes = pickle.load(source)
     scanner = Scanner(literals, extra, allowed)
     batch: list[Found] = []

@@ -1,6 +1,6 @@
-"""The idle worker's scan finds exactly what the serial scan finds, whoever scans what.
+"""The worker process's scan finds exactly what the serial scan finds, whoever scans what.
 
-The worker (roam_core/secretscan/idle.py) scans in file order and reports in batches; the
+The worker (roam_core/secretscan/worker.py) scans in file order and reports in batches; the
 parent takes over from the last file backwards when the push waits for the verdict, or when
 the worker dies. These tests fix who scans what with the worker's own hooks (held with
 SIGSTOP, killed with SIGKILL, a FIFO it cannot read past), never with sleeps.
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from roam_core.secretscan import idle, pool
-from roam_core.secretscan.idle import Handover, IdleScan, ScanCancelled
+from roam_core.secretscan import worker
+from roam_core.secretscan.worker import Handover, ScanCancelled, WorkerScan
 from secretscan.test_pool import (
     LITERAL,
     SHORT_LITERAL,
@@ -32,13 +32,9 @@ pytestmark = pytest.mark.timeout(180)  # a broken hand-over hangs: fail, do not 
 
 
 @pytest.fixture(autouse=True)
-def normal_priority(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The worker at normal priority: on a loaded test machine an idle one barely runs.
-
-    The one test that checks the priority puts it back.
-    """
-    monkeypatch.setattr(idle, "lower_priority", lambda pid=0: None)
-    monkeypatch.setattr(idle, "BATCH_FILES", 1)  # a report per file: hand-overs mid-way
+def small_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A report per file: hand-overs happen mid-way."""
+    monkeypatch.setattr(worker, "BATCH_FILES", 1)
 
 
 def _serial(files: list[tuple[str, str, int]]) -> dict:
@@ -60,7 +56,7 @@ def _files(tmp_path: Path) -> list[tuple[str, str, int]]:
 
 def test_the_worker_alone_finds_what_the_serial_scan_finds(tmp_path: Path) -> None:
     files = _files(tmp_path)
-    scan = IdleScan(_scanner(), files, Handover())
+    scan = WorkerScan(_scanner(), files, Handover())
 
     found = scan.run()
 
@@ -73,7 +69,7 @@ def test_the_packer_finishing_first_leaves_every_file_to_the_parent(tmp_path: Pa
     files = _files(tmp_path)
     handover = Handover()
 
-    class Held(IdleScan):
+    class Held(WorkerScan):
         def _started(self, proc: subprocess.Popen[bytes]) -> None:
             os.kill(proc.pid, signal.SIGSTOP)  # the worker never gets a core
             handover.hurry("packed")
@@ -109,7 +105,7 @@ def test_a_hand_over_meets_the_worker_mid_way(tmp_path: Path) -> None:
     writer = _held_at(tmp_path, files, 30)
     handover = Handover()
 
-    class MidWay(IdleScan):
+    class MidWay(WorkerScan):
         def _received(self, count: int) -> None:
             if count >= 5 and handover.reason is None:
                 assert self.proc is not None
@@ -133,7 +129,7 @@ def test_a_worker_killed_mid_scan_leaves_the_rest_to_the_parent(tmp_path: Path) 
     files = _files(tmp_path)
     writer = _held_at(tmp_path, files, 20)
 
-    class Killed(IdleScan):
+    class Killed(WorkerScan):
         def _received(self, count: int) -> None:
             assert self.proc is not None
             if self.proc.poll() is None:
@@ -154,14 +150,14 @@ def test_a_worker_that_cannot_start_leaves_everything_to_the_parent(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     files = _files(tmp_path)
     monkeypatch.setattr("sys.executable", str(tmp_path / "no-python"))
-    scan = IdleScan(_scanner(), files, Handover())
+    scan = WorkerScan(_scanner(), files, Handover())
     assert scan.run() == _serial(files) and len(scan.own) == len(files)
 
 
 def test_a_cancelled_push_stops_the_scan_and_its_worker(tmp_path: Path) -> None:
     handover = Handover()
 
-    class Cancelled(IdleScan):
+    class Cancelled(WorkerScan):
         def _started(self, proc: subprocess.Popen[bytes]) -> None:
             os.kill(proc.pid, signal.SIGSTOP)
             handover.cancel()
@@ -172,17 +168,12 @@ def test_a_cancelled_push_stops_the_scan_and_its_worker(tmp_path: Path) -> None:
     assert scan.proc is not None and scan.proc.returncode == -signal.SIGKILL
 
 
-@pytest.mark.parametrize("busy", [0.5, 2.0])
-def test_the_worker_runs_idle_and_holds_no_secret_in_argv_or_environment(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, busy: float) -> None:
-    """Idle while a core is free; at normal priority (a fair share) on a saturated machine."""
-    monkeypatch.undo()  # the real priority
-    monkeypatch.setattr(pool, "usable_cores", lambda: 2)
-    monkeypatch.setattr(pool, "busy_cores", lambda: busy)
+def test_the_worker_holds_no_secret_in_argv_or_environment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ROAM_ARCHIVE_KEY", "ROAM_ARCHIVE_KEY")  # roam's own: not passed on
     fifo = tmp_path / "held.md"  # holds the worker in its read while we look at it
     os.mkfifo(fifo)
-    scan = IdleScan(_scanner(), [("held.md", str(fifo), 1 << 20)], Handover())
+    scan = WorkerScan(_scanner(), [("held.md", str(fifo), 1 << 20)], Handover())
     result: dict = {}
     thread = threading.Thread(target=lambda: result.update(scan.run()))
     thread.start()
@@ -190,14 +181,11 @@ def test_the_worker_runs_idle_and_holds_no_secret_in_argv_or_environment(
         workers = _descendants(os.getpid())
         seen = _argv_and_environment(workers)
         assert scan.proc is not None and scan.proc.pid in workers
-        policy = os.sched_getscheduler(scan.proc.pid)
         writer.write(f"value {LITERAL} and {SHORT_LITERAL}\n".encode())
     thread.join()
-    assert b"roam_core.secretscan.idle" in seen, "no worker seen: proves nothing"
+    assert b"roam_core.secretscan.worker" in seen, "no worker seen: proves nothing"
     assert LITERAL.encode() not in seen and SHORT_LITERAL.encode() not in seen
     assert b"ROAM_ARCHIVE_KEY" not in seen
-    # idle: it takes only the cores nothing else wants; saturated: it would hardly run
-    assert policy == (os.SCHED_IDLE if busy < 2 else os.SCHED_OTHER)
     # ...and yet the worker had the literals: it found both.
     assert sorted(f.rule for f in result["held.md"]) == ["literal-secret", "literal-secret"]
     assert len(scan.reported) == 1 and not scan.own
