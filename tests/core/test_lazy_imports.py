@@ -29,3 +29,12 @@ def test_the_testing_package_loads_its_suites_on_first_use() -> None:
     assert "pytest" not in _imported_after("import roam_core.testing")
     modules = _imported_after("from roam_core.testing import BackendContract, SinkContract")
     assert {"pytest", "roam_core.testing.contract", "roam_core.testing.sink_contract"} <= modules
+
+
+def test_the_push_scan_worker_imports_only_the_scanner() -> None:
+    # a fresh interpreter per large push: what it imports is its start-up time
+    modules = _imported_after("import roam_core.secretscan.worker")
+    assert not modules & set(HEAVY), modules & set(HEAVY)
+    roam = {name for name in modules if name.startswith("roam_core.")}
+    assert not {name for name in roam if not name.startswith(("roam_core.secretscan",
+                                                                "roam_core.errors"))}, roam
