@@ -387,8 +387,8 @@ def _scan_beside(session: Session, to_send: list[LocalFile], host_keys: tuple[st
 
     Returns the verdict: it waits for the scan and gives its findings (or raises its error).
     The scan's thread runs in a copy of this context, so the push's deadline applies to it.
-    A large scan's worker process is helped when the push waits for the verdict: when every
-    sealing thread waits at the gate, or when the verdict is asked for (the packer is done);
+    A large scan's worker process is helped when the push waits for the verdict: when the
+    packs held at the gate spend the packer's budget, or when the verdict is asked for;
     the gate's closing without a verdict (the push failed) stops it.
     """
     import contextvars

@@ -27,8 +27,8 @@ class UploadGate:
         self._decided = threading.Event()
         self._passed = False
         self._lock = threading.Lock()
-        #: How many threads may wait here at once (the packer's sealing workers: it sets
-        #: this). When all of them wait, the push can go no further before the verdict.
+        #: How many packs held here spend the packer's budget (it sets this). When that
+        #: many wait, the push can go no further before the verdict.
         self.holders = 1
         self._held = 0
         #: Called (once per stall, in the waiting thread) when all holders wait: the scan
