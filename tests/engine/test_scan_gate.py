@@ -22,7 +22,7 @@ import pytest
 from fleet import Device, new_key
 from roam_core.secretscan import worker as scan_worker
 from roam_core.secretscan.scan import Scanner
-from roam_core.secretscan.worker import Handover, WorkerScan
+from roam_core.secretscan.worker import WorkerScan
 from roam_core.store import packer
 
 pytest_plugins = ("support.s3_servers",)
@@ -162,18 +162,10 @@ def test_a_held_scan_worker_hands_over_and_the_secret_uploads_nothing(
     """Sealed packs fill the gate (the push stalls) / the packer finishes first."""
     if packs == "sealed":
         monkeypatch.setattr("roam_core.store.packer.PACK_TARGET", 64 * 1024)
-        # ~20 packs are handed over before the packer is done: the verdict is asked for
-        # only once they fill the gate (the order a slower packer would see)
-        stalled, hurry = threading.Event(), Handover.hurry
-
-        def in_order(self: Handover, reason: str) -> None:
-            if reason == "stalled":
-                stalled.set()
-            else:
-                stalled.wait(PATIENCE)
-            hurry(self, reason)
-
-        monkeypatch.setattr(Handover, "hurry", in_order)
+        # the packing stages hold one pack at most: the packer waits at its second pack,
+        # which the gate holds until the verdict (it cannot finish first)
+        monkeypatch.setattr("roam_core.store.packer.LOCAL_PACK_BYTES", 64 * 1024)
+        monkeypatch.setattr("roam_core.store.packer.REMOTE_PACK_BYTES", 64 * 1024)
     settings, keys = store
     dev = _home(tmp_path, settings)
     dev.write(LAST, f"---\nname: zzz\n---\nthe user pasted {TOKEN}\n")

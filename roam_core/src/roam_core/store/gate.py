@@ -27,12 +27,13 @@ class UploadGate:
         self._decided = threading.Event()
         self._passed = False
         self._lock = threading.Lock()
-        #: How many packs held here spend the packer's budget (it sets this). When that
-        #: many wait, the push can go no further before the verdict.
-        self.holders = 1
+        #: 1 when packs are stored in the packer's own thread (a pack held here holds the
+        #: packer); otherwise None, and the packer's stages say when it waits (`full`).
+        self.holders: int | None = None
         self._held = 0
-        #: Called (once per stall, in the waiting thread) when all holders wait: the scan
-        #: then helps its worker (roam_core/secretscan/worker.py).
+        self._full = False
+        #: Called when the push can go no further before the verdict (the packer waits for
+        #: room and a pack waits here): the scan then helps its worker (secretscan/worker.py).
         self.on_stall: Callable[[], None] | None = None
         #: Called once if the gate closes (the scan then stops: nothing will be stored).
         self.on_close: Callable[[], None] | None = None
@@ -68,7 +69,8 @@ class UploadGate:
         if not self._decided.is_set():
             with self._lock:
                 self._held += 1
-                stalled = self._held == self.holders and not self._decided.is_set()
+                stalled = (self._full or self._held == self.holders) \
+                    and not self._decided.is_set()
             try:
                 if stalled and self.on_stall is not None:
                     self.on_stall()
@@ -78,3 +80,14 @@ class UploadGate:
                     self._held -= 1
         if not self._passed:
             raise GateClosed("the secret scan did not pass: nothing is stored")
+
+    def full(self, waiting: bool) -> None:
+        """The packer starts (True) or stops waiting for room in its budget.
+
+        Waiting while a pack is held here, it waits for the verdict (whichever came first).
+        """
+        with self._lock:
+            self._full = waiting
+            stalled = waiting and self._held > 0 and not self._decided.is_set()
+        if stalled and self.on_stall is not None:
+            self.on_stall()

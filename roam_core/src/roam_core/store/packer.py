@@ -79,10 +79,11 @@ class Packer:
         self._queued: set[str] = set()
         self._stages = _stages(repo, workers)
         if gate is not None:
-            # this many sealed packs held at the gate spend (nearly) the stages' budget: the
-            # caller's next pack waits for the verdict, and the scan gets the push's help
-            gate.holders = max(1, min(self._stages.storers or 1,
-                                      self._stages.budget // self.pack_target - 1))
+            # when the caller waits for room while packs are held at the gate, it waits for
+            # the verdict: the scan then gets the push's help (store/gate.py)
+            self._stages.on_full = gate.full
+            if not self._stages.sealers:
+                gate.holders = 1  # packs are stored in the caller's own thread
         self._lock = threading.Lock()
         #: Packs handed to a worker and not yet sealed (their names unknown until then).
         self._sealing = 0

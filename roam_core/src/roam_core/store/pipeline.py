@@ -41,6 +41,9 @@ class PackStages:
         self._held = 0  # bytes handed over and not yet stored
         self._jobs = 0  # packs handed over and not yet stored (or failed)
         self._failure: BaseException | None = None
+        #: Told (quickly, under the stages' lock) when the caller starts and stops waiting
+        #: for room in the budget (the push's scan gate: store/gate.py).
+        self.on_full: Callable[[bool], None] | None = None
 
     def submit(self, seal: Seal, size: int) -> None:
         """Seal (then store) a pack of about `size` raw bytes; waits while the budget is spent.
@@ -52,8 +55,14 @@ class PackStages:
             store()
             return
         with self._changed:
+            waited = False
             while self._failure is None and self._jobs and self._held + size > self.budget:
+                if self.on_full is not None:
+                    self.on_full(True)
+                    waited = True
                 self._changed.wait()
+            if waited and self.on_full is not None:
+                self.on_full(False)
             if self._failure is not None:
                 raise self._failure
             self._held += size
