@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -94,12 +94,53 @@ def now_iso() -> str:
     return datetime.datetime.now(datetime.UTC).replace(microsecond=0).isoformat()
 
 
-def _reusable(item: LocalFile, reference: Manifest) -> FileEntry | None:
-    old = reference.get(item.rel)
-    if old is not None and item.sha256 == old.sha256 \
-            and synced_mode(item.mode) == synced_mode(old.mode):
-        return old
-    return None
+def _reference_rows(state: LocalState, remote: Manifest | None
+                    ) -> Callable[[], Iterator[tuple[str, str, int]]]:
+    """(path, sha256, mode) of each reference path in path order, read afresh at each call.
+
+    The base straight from the state's rows; `remote` (a forced push behind the store)
+    sorted from its manifest.
+    """
+    if remote is None:
+        return state.iter_base_digests
+    return lambda: ((rel, remote[rel].sha256, remote[rel].mode) for rel in sorted(remote))
+
+
+def _merged(names: list[str], rows: Iterable[tuple[str, str, int]]
+            ) -> Iterator[tuple[str, tuple[str, str, int] | None]]:
+    """Every path of the sorted walk `names` and of `rows` once, in path order.
+
+    Each comes with its reference row, None when the reference lacks it.
+    """
+    at = 0
+    for row in rows:
+        rel = row[0]
+        while at < len(names) and names[at] < rel:
+            yield names[at], None
+            at += 1
+        if at < len(names) and names[at] == rel:
+            at += 1
+        yield rel, row
+    for rel in names[at:]:
+        yield rel, None
+
+
+def _kept(reference: Manifest, left_out: set[str], carried: Mapping[str, None]) -> Manifest:
+    """The reference's entries that go into the new generation as they are.
+
+    A kept file travels as shared under its own path; an entry carried forward unseen is
+    kept exactly as the reference has it. Kept entries come first, in the reference's
+    order, then the carried ones.
+    """
+    manifest: Manifest = {}
+    for rel, kept in reference.items():
+        if rel in left_out or rel in carried:
+            continue
+        manifest[rel] = kept if kept.scope == "shared" and kept.path == rel else \
+            FileEntry(rel, kept.size, kept.mode, kept.sha256, "shared", kept.blobs)
+    for rel in carried:
+        manifest[rel] = reference[rel]
+    return manifest
 
 
 def _displaced(rel: str, files: dict[str, LocalFile], folders: set[str]) -> bool:
@@ -143,7 +184,6 @@ def _push(session: Session, state: LocalState, reads: PushReads, started: float,
     behind = view.head.generation != state.generation
     if behind and not force:
         raise remote_module.behind_error()
-    base = state.base_manifest()
     # Not behind: the remote generation is the base. Its trees are known from the cache
     # when this device wrote or applied it, so none has to be read back to skip it.
     base_folders = None
@@ -154,7 +194,6 @@ def _push(session: Session, state: LocalState, reads: PushReads, started: float,
             view.read_trees()
     present = PackPresence(session.backend)
     reads.probe_trees(base_folders, present)
-    reference = view.manifest if behind else base
     scope = session.scope
     host_keys = scope.host_keys
     inventory.refresh(session.root)  # roam's own file, so a dry run previews it too
@@ -174,12 +213,17 @@ def _push(session: Session, state: LocalState, reads: PushReads, started: float,
     archive = sessions_tier.stage(session)
     files.update({rel: LocalFile(rel, item.location, item.size, item.mode, item.signature)
                   for rel, item in archive.files.items()})
+    names = sorted(files)
+    # The reference (the base, or the remote when a forced push is behind) is compared as
+    # (path, digest, mode) rows in path order, merged with the walk: its entries are read
+    # only once the walk's records are gone (issue 22: holding both was most of a push).
+    rows = _reference_rows(state, view.manifest if behind else None)
     cache = StatCache(session.state_dir / "cache")
     cache.prime(files)  # every file, not only those compared below: the rest look theirs up
     # A path the reference lacks is new whatever its bytes: it is read once, while packing,
     # instead of once to digest it and again to pack it (a first push reads every byte once).
-    compare = {rel: item for rel, item in files.items()
-               if dry_run or item.is_config or rel in reference}
+    compare = {rel: files[rel] for rel, row in _merged(names, rows())
+               if rel in files and (dry_run or files[rel].is_config or row is not None)}
     fill_digests(compare, cache, host_keys)
     for rel, item in files.items():
         if rel not in compare:
@@ -193,27 +237,32 @@ def _push(session: Session, state: LocalState, reads: PushReads, started: float,
                      if rel in files]
     if session.core.sync_sessions:
         result.archive = archive.as_json()
-    manifest: Manifest = {}
     to_send: list[LocalFile] = []
     unseen = set(state.unseen)
-    for rel, item in sorted(files.items()):
-        if item.sha256 is None and rel in compare:
-            continue  # vanished while we looked
-        kept = _reusable(item, reference)
-        if kept is not None:
-            manifest[rel] = kept if kept.scope == "shared" and kept.path == rel else \
-                FileEntry(rel, kept.size, kept.mode, kept.sha256, "shared", kept.blobs)
-        else:
-            to_send.append(item)
-            (result.changed if rel in reference else result.added).append(rel)
-            result.bytes_changed += item.size
     folders = {rel.rpartition("/")[0] for rel in files}
     for folder in list(folders):
         while folder:
             folders.add(folder)
             folder = folder.rpartition("/")[0]
-    for rel, entry in reference.items():
-        if rel in files:
+    # what of the reference does not go into the new generation as it is: paths sent anew,
+    # removed, or vanished while we looked; and the paths carried forward unseen
+    left_out: set[str] = set()
+    carried: dict[str, None] = {}  # in path order
+    for rel, row in _merged(names, rows()):
+        item = files.get(rel)
+        if item is not None:
+            if item.sha256 is None and rel in compare:
+                if row is not None:
+                    left_out.add(rel)
+                continue  # vanished while we looked
+            if row is not None and item.sha256 == row[1] \
+                    and synced_mode(item.mode) == synced_mode(row[2]):
+                continue  # kept: its entry is the reference's
+            to_send.append(item)
+            (result.changed if row is not None else result.added).append(rel)
+            result.bytes_changed += item.size
+            if row is not None:
+                left_out.add(rel)
             continue
         # Only this device's own archive namespace is ever rewritten; every other device's
         # is carried forward below, whatever this device's rules say.
@@ -225,20 +274,30 @@ def _push(session: Session, state: LocalState, reads: PushReads, started: float,
                                      and scope.classify(rel) is Scope.SHARED
                                      and not hidden(rel)) or _displaced(rel, files, folders):
             result.removed.append(rel)
+            left_out.add(rel)
         else:
-            manifest[rel] = entry
+            carried[rel] = None
             result.carried += 1
-    result.removed.sort()
+    projections = {item.rel: item.projection(host_keys).decode()
+                   for item in files.values() if item.is_config}
+    # From here on only the files being sent are needed: the walk's record of every other
+    # file goes now, before the reference's entries, the store's blob table and the trees
+    # are read or built, so the push never holds them all at once (issue 22). The stat
+    # cache's stale rows are those the primed files lacked: its save needs no list of files.
+    del files, compare, names, folders
+    base = state.base_manifest()
+    reference = view.manifest if behind else base
+    manifest = _kept(reference, left_out, carried)
     # the plugin inventory alone is not worth a generation: it travels with real changes
     only_inventory = [item.rel for item in to_send] == [inventory.INVENTORY]
     if (not to_send or only_inventory) and not result.removed \
-            and set(manifest) | {inventory.INVENTORY} >= set(reference):
+            and all(rel in manifest or rel == inventory.INVENTORY for rel in reference):
         if only_inventory:
             result.added = [rel for rel in result.added if rel != inventory.INVENTORY]
             result.changed = [rel for rel in result.changed if rel != inventory.INVENTORY]
             result.bytes_changed = 0
         result.nothing = True
-        cache.save(files)
+        cache.save(())
         return result
     # Before anything is uploaded: a finding stops the push (the dry run lists it). A plain
     # push scans beside the packing, its sealed packs held behind a gate until the scan
@@ -250,7 +309,7 @@ def _push(session: Session, state: LocalState, reads: PushReads, started: float,
     if gate is None:
         result.findings = scan_outgoing(session, to_send, host_keys, result)
         if _settle_redacted(to_send, reference, manifest, result) and not result.findings:
-            cache.save(files)  # only redacted copies the store already holds: nothing new
+            cache.save(())  # only redacted copies the store already holds: nothing new
             return result
     if dry_run:
         return result
@@ -323,12 +382,15 @@ def _push(session: Session, state: LocalState, reads: PushReads, started: float,
     for rel, (sha, size, blob_ids, mode) in pending.items():
         manifest[rel] = FileEntry(rel, size, synced_mode(mode), sha, "shared",
                                   packer.refs(blob_ids))
-    projections = {item.rel: item.projection(host_keys).decode()
-                   for item in files.values() if item.is_config}
+    # every file's refs are taken: what was kept to find them is let go before the trees
+    # are built (on a first push, one record per file of each)
+    pending.clear()
+    to_send.clear()
+    packer.forget_names()
+    cache.save(())  # its rows of the files just read, written and let go too
     reads.settle()
     _publish(session, state, view, manifest, result, projections, base, base_folders, started,
              tree_present, packer)
-    cache.save(files)
     return result
 
 

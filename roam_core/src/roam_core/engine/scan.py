@@ -16,7 +16,7 @@ import stat as stat_module
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from roam_core.engine.statedb import connect
 from roam_core.errors import UserError
@@ -40,7 +40,9 @@ class LocalFile:
     """
 
     rel: str
-    location: str  # absolute path; `path` makes the `Path` only for files actually read
+    #: the absolute path, or the folder (ending in "/") that `rel` is relative to: a walk's
+    #: files share their home's, instead of a path string each (issue 22)
+    where: str
     size: int
     mode: int
     signature: list[int]
@@ -54,6 +56,11 @@ class LocalFile:
     #: the digest the stat cache holds for this very signature (`StatCache.prime`)
     cached: str | None = field(default=None, repr=False)
     _projected: bytes | None = field(default=None, repr=False)
+
+    @property
+    def location(self) -> str:
+        """The absolute path; `path` makes the `Path` only for files actually read."""
+        return self.where + self.rel if self.where.endswith("/") else self.where
 
     @property
     def path(self) -> Path:
@@ -136,7 +143,9 @@ class StatCache:
         self.primed = False
         #: stored paths that were not among the primed files: dropped unless kept
         self.stale: list[str] = []
-        self.pending: dict[str, tuple[Any, ...]] = {}
+        #: files whose digest is to be stored: their rows are made at `save` (a row per file
+        #: made at once would sit beside every record of a first push, issue 22)
+        self.pending: dict[str, LocalFile] = {}
 
     def prime(self, files: Mapping[str, LocalFile]) -> None:
         """One pass over the stored rows: every file whose signature matches gets its digest."""
@@ -173,7 +182,7 @@ class StatCache:
     def remember(self, item: LocalFile, digest: str) -> None:
         if item.cached != digest or not self.primed:
             item.cached = digest
-            self.pending[item.rel] = (item.rel, *item.signature, digest)
+            self.pending[item.rel] = item
 
     def save(self, keep: Iterable[str]) -> None:
         wanted = keep if isinstance(keep, (set, frozenset, dict)) else set(keep)
@@ -187,7 +196,8 @@ class StatCache:
                 conn.execute("BEGIN IMMEDIATE")
                 conn.executemany("DELETE FROM stat WHERE path = ?", [(rel,) for rel in gone])
                 conn.executemany("INSERT OR REPLACE INTO stat VALUES (?, ?, ?, ?, ?, ?)",
-                                 list(self.pending.values()))
+                                 ((item.rel, *item.signature, item.cached)
+                                  for item in self.pending.values()))
                 conn.execute("COMMIT")
             finally:
                 conn.close()
@@ -236,6 +246,7 @@ def list_shared(scope: ScopeModel, projections: Mapping[str, str] | None = None,
     file's mode is then its entry there, or 0644 for a new file, never what the disk says.
     """
     files: dict[str, LocalFile] = {}
+    home = f"{scope.root}/"
     for entry in scope.walk():
         st = entry.stat
         if not stat_module.S_ISREG(st.st_mode):
@@ -243,8 +254,9 @@ def list_shared(scope: ScopeModel, projections: Mapping[str, str] | None = None,
         # `is_config` means "travels as a projection": config.yaml and cron jobs files
         projected = scope.is_config(entry.rel) or is_jobs_file(entry.rel)
         mode = st.st_mode & 0o777 if modes is None else modes.get(entry.rel, 0o644)
+        where = home if entry.location == home + entry.rel else entry.location
         files[entry.rel] = LocalFile(
-            entry.rel, entry.location, st.st_size, mode, stat_signature(st),
+            entry.rel, where, st.st_size, mode, stat_signature(st),
             is_config=projected,
             base_projection=(projections or {}).get(entry.rel) if projected else None)
     return files

@@ -222,6 +222,15 @@ class Packer:
         """Where each blob lives, once `seal_all` (or `finish`) has returned."""
         return tuple(self.known.get(b) or self.locations[b] for b in blob_ids)
 
+    def forget_names(self) -> None:
+        """Let go of the blob tables once every file's refs are taken (`refs` answers no more).
+
+        The packs still travelling need none of them: each worker holds its own pack's refs.
+        """
+        self.known = {}
+        self.locations = {}
+        self._queued = set()
+
     def abandon(self) -> None:
         """Stop the upload workers without storing what is buffered (the gate is closed)."""
         self._raw, self._raw_bytes = [], 0
