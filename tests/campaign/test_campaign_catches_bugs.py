@@ -59,8 +59,8 @@ def test_skipping_one_backup_copy_is_caught(monkeypatch: pytest.MonkeyPatch) -> 
     assert "P1" in failure and "in no backup folder" in failure, failure
 
 
-CARRY = "            manifest[rel] = entry\n"
-WRONG = "            manifest[rel] = base.get(rel, entry)\n"
+CARRY = "        manifest[rel] = entry\n"
+WRONG = "        manifest[rel] = base.get(rel, entry)\n"
 
 
 @pytest.mark.slow

@@ -128,9 +128,8 @@ def _merged(names: list[str], rows: Iterable[tuple[str, str, int]]
 def _kept(reference: Manifest, left_out: set[str], carried: Mapping[str, None]) -> Manifest:
     """The reference's entries that go into the new generation as they are.
 
-    A kept file travels as shared under its own path; an entry carried forward unseen is
-    kept exactly as the reference has it. Kept entries come first, in the reference's
-    order, then the carried ones.
+    A kept file travels as shared under its own path. The entries carried forward unseen
+    (`carried`) are left to the caller, which adds them after these, as they are.
     """
     manifest: Manifest = {}
     for rel, kept in reference.items():
@@ -138,8 +137,6 @@ def _kept(reference: Manifest, left_out: set[str], carried: Mapping[str, None]) 
             continue
         manifest[rel] = kept if kept.scope == "shared" and kept.path == rel else \
             FileEntry(rel, kept.size, kept.mode, kept.sha256, "shared", kept.blobs)
-    for rel in carried:
-        manifest[rel] = reference[rel]
     return manifest
 
 
@@ -288,6 +285,9 @@ def _push(session: Session, state: LocalState, reads: PushReads, started: float,
     base = state.base_manifest()
     reference = view.manifest if behind else base
     manifest = _kept(reference, left_out, carried)
+    for rel in carried:  # exactly as the reference has it
+        entry = reference[rel]
+        manifest[rel] = entry
     # the plugin inventory alone is not worth a generation: it travels with real changes
     only_inventory = [item.rel for item in to_send] == [inventory.INVENTORY]
     if (not to_send or only_inventory) and not result.removed \
