@@ -101,7 +101,8 @@ def survey_packs(repo: Repository, blobs: set[str], trees: set[str],
             for ref in refs:
                 pack = str(ref[1])
                 packs.add(pack)
-                uses.setdefault(pack, PackUse(pack)).add(tuple(ref), ref[0] in wanted, tree)
+                uses.setdefault(pack, PackUse(pack)).add(
+                    (str(ref[0]), pack, int(ref[2]), int(ref[3])), ref[0] in wanted, tree)
         index_packs[index_id] = packs
     found = PackSurvey()
     candidates: list[PackUse] = []

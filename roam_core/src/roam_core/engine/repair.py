@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -33,6 +34,7 @@ from roam_core.engine.session import Session
 from roam_core.engine.state import LocalState
 from roam_core.errors import IntegrityError, ObjectExists
 from roam_core.store import codec
+from roam_core.store.manifest import BlobRef
 from roam_core.store.packer import Packer
 from roam_core.store.presence import PackPresence
 from roam_core.store.repository import Repository
@@ -158,6 +160,7 @@ def _restore_blobs(session: Session, checker: Checker, state: LocalState,
     wanted = {sha for (sha, _size, refs) in checker.contents
               if any(ref[0] in broken for ref in refs)}
     repo = checker.repo
+    known: Mapping[str, BlobRef]
     try:
         known = repo.known_blobs()
     except IntegrityError:

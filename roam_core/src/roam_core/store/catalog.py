@@ -92,7 +92,7 @@ def compact(refs: Iterable[Sequence[Any]]) -> Sequence[BlobRef]:
         return RefTable("", b"", array("Q"), array("Q"))
     pack = refs[0][1]
     if not isinstance(pack, str) or any(ref[1] != pack for ref in refs):
-        return [tuple(ref) for ref in refs]  # type: ignore[misc]
+        return [tuple(ref) for ref in refs]
     if not all(is_hex64(ref[0]) for ref in refs):
         raise ValueError("malformed ref id")  # fromhex would take upper case and spaces
     try:

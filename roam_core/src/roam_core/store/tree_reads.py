@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from roam_core import crypto
 from roam_core.errors import IntegrityError, ObjectNotFound
+from roam_core.store.cache_files import Entries
 from roam_core.store.manifest import BlobRef, is_hex64
 from roam_core.store.objects import tree_key
 from roam_core.store.parallel import ParallelReads, read_workers
@@ -91,8 +92,7 @@ class TreeReads:
                    cached: Path | None) -> dict[str, Any]:
         raise NotImplementedError
 
-    def _catalog(self, tolerant: bool = False
-                 ) -> dict[str, tuple[list[BlobRef], list[Any]]]:
+    def _catalog(self, tolerant: bool = False) -> dict[str, Entries]:
         raise NotImplementedError
 
     def voided(self) -> tuple[frozenset[str], frozenset[str]]:
@@ -265,7 +265,7 @@ class TreeReads:
             return self._tree_places
 
 
-def places_of(catalog: Mapping[str, tuple[list[BlobRef], list[Any]]],
+def places_of(catalog: Mapping[str, Entries],
               lost: frozenset[str]) -> dict[str, list[BlobRef]]:
     """Tree id → every place it is stored, from the indexes' tree refs (less lost packs)."""
     places: dict[str, list[BlobRef]] = {}
