@@ -246,8 +246,9 @@ def _push(session: Session, state: LocalState, reads: PushReads, started: float,
     left_out: set[str] = set()
     carried: dict[str, None] = {}  # in path order
     for rel, row in _merged(names, rows()):
-        item = files.get(rel)
-        if item is not None:
+        found = files.get(rel)
+        if found is not None:
+            item = found
             if item.sha256 is None and rel in compare:
                 if row is not None:
                     left_out.add(rel)
