@@ -460,26 +460,34 @@ class Repository(TreeReads):
             return self._read_blob_at(ref)
         except IntegrityError as error:
             failure = error
-        for moved in self.locations(ref[0]):
-            if moved == ref:
-                continue
-            try:
-                return self._read_blob_at(moved)
-            except IntegrityError:
-                continue
+        tried = {tuple(ref)}
+        for fresh in (False, True):
+            if fresh:
+                # the places were read before a prune repacked the blob elsewhere (and
+                # deleted the pack they name): read the indexes again, try the new places
+                self._located = None
+            for moved in self.locations(ref[0]):
+                if tuple(moved) in tried:
+                    continue
+                tried.add(tuple(moved))
+                try:
+                    return self._read_blob_at(moved)
+                except IntegrityError:
+                    continue
         raise failure
 
     def locations(self, blob_id: str) -> list[BlobRef]:
         """Every place the store's indexes (less voided ones) say `blob_id` is stored."""
-        if self._located is None:
-            located: dict[str, list[BlobRef]] = {}
+        located = self._located  # one read: a failed read in another thread may reset it
+        if located is None:
+            located = {}
             lost_packs = self.voided()[0]
             for refs in self.indexes().values():
                 for ref in refs:
                     if ref[1] not in lost_packs:
                         located.setdefault(ref[0], []).append(ref)
             self._located = located
-        return self._located.get(blob_id, [])
+        return located.get(blob_id, [])
 
     def _read_blob_at(self, ref: BlobRef) -> tuple[bytes, bytes]:
         _blob_id, pack, offset, length = ref

@@ -236,22 +236,40 @@ class TreeReads:
                                         self._cache_path("trees", tree_id)), tree_id)
 
     def _tree_elsewhere(self, ref: BlobRef, error: IntegrityError) -> dict[str, Any]:
-        """A packed tree that failed where `ref` says, from any other copy; else `error`."""
+        """A packed tree that failed where `ref` says, from any other copy; else `error`.
+
+        The places are read once per repository: a prune may have repacked the tree into a
+        new pack and deleted the old one since (at once with `--grace-minutes 0`). When no
+        place known here holds it, the indexes are read again and their new places tried.
+        """
         tree_id = ref[0]
-        for other in self.tree_places().get(tree_id, []):
-            if other == ref:
-                continue
-            try:
-                data = memoryview(self.backend.get(other[1], other[2], other[3]))
-                return self._open_packed_tree(other, data, other[2])
-            except (ObjectNotFound, IntegrityError):
-                continue
+        tried: set[tuple[Any, ...]] = {tuple(ref)}
+        found = self._tree_at(tree_id, self.tree_places().get(tree_id, []), tried)
+        if found is not None:
+            return found
         try:
             return entries_of(self._read_json(crypto.KIND_TREE, tree_id, tree_key(tree_id),
                                             "trees"), tree_id)
         except IntegrityError:
             pass
+        found = self._tree_at(tree_id, self.tree_places(fresh=True).get(tree_id, []), tried)
+        if found is not None:
+            return found
         raise error  # what went wrong where the tree was expected: missing, or damaged
+
+    def _tree_at(self, tree_id: str, places: list[BlobRef],
+                 tried: set[tuple[Any, ...]]) -> dict[str, Any] | None:
+        """The tree from the first of `places` not in `tried` that holds it intact."""
+        for other in places:
+            if tuple(other) in tried:
+                continue
+            tried.add(tuple(other))
+            try:
+                data = memoryview(self.backend.get(other[1], other[2], other[3]))
+                return self._open_packed_tree(other, data, other[2])
+            except (ObjectNotFound, IntegrityError):
+                continue
+        return None
 
     def tree_places(self, fresh: bool = False) -> dict[str, list[BlobRef]]:
         """Every packed tree and each place it is stored, from the indexes (less voided).
