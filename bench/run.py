@@ -83,9 +83,10 @@ def main() -> int:
                         "/tmp/roam-bench)")
     parser.add_argument("--keep", action="store_true",
                         help="keep the work directory (generated homes are reused next time)")
-    parser.add_argument("--network", choices=("with", "without", "only"), default="with",
-                        help="the S3 scenarios behind a latency proxy: with the local ones "
-                        "(default), without them, or only them")
+    parser.add_argument("--network", choices=("with", "without", "only"), default="without",
+                        help="the S3 scenarios behind a latency proxy: with the local ones, "
+                        "without them (default: bench/world.py runs them with git and "
+                        "scale), or only them")
     parser.add_argument("--out", type=Path, default=None,
                         help="the Markdown page (default docs/benchmarks.md; with --quick, "
                         "WORKDIR/benchmarks.md)")
@@ -137,7 +138,7 @@ def network_section(net: list[NetResult]) -> list[str]:
     """The page's part on S3 behind a latency proxy (nothing when it was not run)."""
     if not net:
         return []
-    return ["", "## Over a network: S3 (SeaweedFS) behind a latency proxy\n",
+    return ["", "### Over a network: S3 (SeaweedFS) behind a latency proxy\n",
             "roam's S3 backend and restic's S3 backend against one SeaweedFS `weed mini` on "
             "127.0.0.1, through `bench/netproxy.py`: half the round-trip time added per "
             "direction, one extra round trip per new connection, every HTTP request counted. "

@@ -27,6 +27,24 @@ from tools import Restic, Roam, Trash, compile_roam, ensure_restic
 
 MEAN = 5 * 1024
 CHANGED = 10
+#: Runs the CLI in this very interpreter, then reports the bytes it wrote (`wchar`, every
+#: write(2) of the process: state, journal, store, output) to the file named first.
+_COUNTED = """
+import sys
+from roam_core.cli.main import main
+report = sys.argv.pop(1)
+sys.argv[0] = "roam"
+try:
+    main()
+    code = 0
+except SystemExit as stop:
+    code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+with open("/proc/self/io") as io:
+    wchar = next(int(line.split()[1]) for line in io if line.startswith("wchar:"))
+with open(report, "w") as out:
+    out.write(str(wchar))
+sys.exit(code)
+"""
 
 
 def say(message: str) -> None:
@@ -47,6 +65,19 @@ def _touch(home: Path, paths: list[str], run: int) -> None:
         path.write_bytes(bytes(data))
 
 
+class CountedRoam(Roam):
+    """roam on `home`, each run reporting the bytes its process wrote (`written`)."""
+
+    def __init__(self, home: Path, report: Path) -> None:
+        super().__init__(home)
+        self.report = report
+        self.cmd = [sys.executable, "-c", _COUNTED, str(report)]
+
+    def written(self) -> int:
+        """The bytes the last run wrote (`/proc/self/io` wchar at its end)."""
+        return int(self.report.read_text())
+
+
 def _second_device(workdir: Path, trash: Trash) -> Path:
     other = workdir / "device-b"
     trash.discard(other)
@@ -58,9 +89,16 @@ def _second_device(workdir: Path, trash: Trash) -> Path:
     return other
 
 
-def run_scale(workdir: Path, files: int, runs: int, restic_binary: str | None
+def run_scale(workdir: Path, files: int, runs: int, restic_binary: str | None,
+              writes: dict[str, list[int]] | None = None
               ) -> list[tuple[str, list[Sample], list[Sample]]]:
-    """(scenario, roam samples, restic samples) for each scenario."""
+    """(scenario, roam samples, restic samples) for each scenario.
+
+    `writes`, when given, receives per incremental push the bytes its process wrote
+    (`written`), the store's growth (`store_growth`: the local store is on the same disk, so
+    `written` minus it is what the push wrote besides the store: state, journal, caches) and
+    the size of the home's `roam/` folder after it (`roam_folder`).
+    """
     trash = Trash(workdir / "trash")
     spec = homes.HomeSpec(f"scale{files}", files=files, shared_bytes=files * MEAN)
     say(f"home of {files} files: generating (cached between runs when unchanged)")
@@ -114,10 +152,17 @@ def run_scale(workdir: Path, files: int, runs: int, restic_binary: str | None
     roam("status", "--json")
     measured("status, remembered", lambda: roam("status", "--json"), None)
     counter = iter(range(1000))
+    counted = CountedRoam(home, workdir / "written.txt")
+    found = writes if writes is not None else {}
 
     def incremental() -> Sample:
         _touch(home, edited, next(counter))
-        return roam("push", "--quiet")
+        before = homes.tree_bytes(workdir / "store")
+        sample = counted("push", "--quiet")
+        found.setdefault("written", []).append(counted.written())
+        found.setdefault("store_growth", []).append(homes.tree_bytes(workdir / "store") - before)
+        found.setdefault("roam_folder", []).append(homes.tree_bytes(home / "roam"))
+        return sample
 
     measured(f"incremental push ({CHANGED} files)", incremental, backup if restic else None)
 
