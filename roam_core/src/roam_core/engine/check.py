@@ -15,17 +15,19 @@ goes on past it, so one run lists everything that is wrong.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from roam_core.engine.session import Session
-from roam_core.engine.state import RECOVERY_DOC, load_floor
-from roam_core.errors import ArchiveKeyError, IntegrityError, UserError
+from roam_core.engine.state import RECOVERY_DOC, read_floors
+from roam_core.errors import ArchiveKeyError, IntegrityError, RoamError, UserError
 from roam_core.store.forgets import forgotten
 from roam_core.store.manifest import BlobRef, FileEntry, check_manifest, check_path
 from roam_core.store.objects import snapshot_key, tree_key
 from roam_core.store.repository import Repository
+
+_T = TypeVar("_T")
 
 #: Deeper trees are refused (the same bound the reader applies).
 MAX_DEPTH = 64
@@ -153,13 +155,18 @@ class Checker:
 
     def _head(self) -> Any:
         report = self.report
+        # the state and the floors before HEAD: a push of this home landing meanwhile (the
+        # service's check takes no lock) raises them past the HEAD read here (see `Floors`)
+        # (a damaged file is said where it was before: once HEAD has been read)
+        state, floors = _held(self.session.state), _held(
+            lambda: read_floors(self.session.state_dir))
         try:
             head = self.repo.read_head()
         except (ArchiveKeyError, IntegrityError) as error:
             report.add("HEAD", _reason(error))
             self.head_broken = True
             return None
-        state = self.session.state()
+        state = _raised(state)
         if head is None:
             if state is None or not state.store:
                 raise lost_head_error(self.session) or UserError(
@@ -171,7 +178,7 @@ class Checker:
         if state is not None and state.store and head.store != state.store:
             report.add("HEAD", f"belongs to another fleet ({head.store[:12]}, this device "
                        f"joined {state.store[:12]})")
-        report.floor = load_floor(self.session.state_dir, head.store, report.identity, state)
+        report.floor = _raised(floors).of(head.store, report.identity, state)
         if head.generation < report.floor:
             report.add("HEAD", f"generation {head.generation} is below generation "
                        f"{report.floor} that this device already verified (rolled back)")
@@ -468,6 +475,20 @@ def lost_head_error(session: Session) -> UserError | None:
     return UserError(f"the store has no HEAD but holds {held} snapshot(s): its HEAD was "
                      "lost; run roam check --repair on a device that joined this fleet "
                      f"(see {RECOVERY_DOC})")
+
+
+def _held(read: Callable[[], _T]) -> _T | RoamError:
+    """What `read` returns, or the roam error it raised (to raise later: `_raised`)."""
+    try:
+        return read()
+    except RoamError as error:
+        return error
+
+
+def _raised(held: _T | RoamError) -> _T:
+    if isinstance(held, RoamError):
+        raise held
+    return held
 
 
 def check(session: Session, *, read_data: bool = False) -> CheckReport:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 
 from roam_core.engine.session import Session
-from roam_core.engine.state import RECOVERY_DOC, LocalState, load_floor
+from roam_core.engine.state import RECOVERY_DOC, Floors, LocalState, read_floors
 from roam_core.errors import ConflictError, IntegrityError, UserError
 from roam_core.store.manifest import Manifest
 from roam_core.store.objects import Head, Snapshot
@@ -38,7 +38,11 @@ class RemoteView:
 
 
 def read_verified_head(session: Session, state: LocalState | None) -> Head | None:
-    """HEAD, authenticated, of this fleet's store, and not below this device's rollback floor."""
+    """HEAD, authenticated, of this fleet's store, and not below this device's rollback floor.
+
+    `state` must have been read before this call, as the floors are here: see `Floors`.
+    """
+    floors = read_floors(session.state_dir)
     head = session.repo.read_head()
     if head is None:
         if state is not None and state.store:
@@ -53,13 +57,19 @@ def read_verified_head(session: Session, state: LocalState | None) -> Head | Non
             f"the store's HEAD belongs to another fleet ({head.store[:12]}, expected "
             f"{state.store[:12]}); check the backend settings"
         )
-    refuse_rollback(session, head, state)
+    refuse_rollback(session, head, state, floors)
     return head
 
 
-def refuse_rollback(session: Session, head: Head, state: LocalState | None) -> None:
-    """Raise when `head` is below the floor this device holds for its store, however reached."""
-    floor = load_floor(session.state_dir, head.store, session.backend.identity(), state)
+def refuse_rollback(session: Session, head: Head, state: LocalState | None,
+                    floors: Floors | None = None) -> None:
+    """Raise when `head` is below the floor this device holds for its store, however reached.
+
+    `floors` read before `head` (see `Floors`); None reads them now, which only a caller
+    holding the home's lock may do (no other process of the home can raise them meanwhile).
+    """
+    floors = read_floors(session.state_dir) if floors is None else floors
+    floor = floors.of(head.store, session.backend.identity(), state)
     if head.generation < floor:
         raise IntegrityError(
             f"rollback refused: the store's HEAD is generation {head.generation}, below "

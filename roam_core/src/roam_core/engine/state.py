@@ -252,19 +252,44 @@ def save_state(state_dir: Path, state: LocalState) -> None:
         state._base = state._stored = base
 
 
+@dataclass(frozen=True)
+class Floors:
+    """`floor.json` as read at one moment: read it, and the state, *before* HEAD.
+
+    A floor is only ever raised to a generation the store served or accepted, so one read
+    before HEAD is a true lower bound for that HEAD. Read after, it may hold a generation
+    that another process of this home (a push beside an unlocked `status`, `history` or the
+    service's check) published once this reader had read HEAD: no rollback, yet refused as
+    one (docs/decisions.md, "The floor is read before HEAD").
+    """
+
+    stores: dict[str, dict[str, Any]]
+    locations: dict[str, int]
+
+    def of(self, store: str, identity: str, state: LocalState | None = None) -> int:
+        """The lowest generation the store `store` may serve to this device.
+
+        The floor is keyed by the store id sealed inside HEAD, so every path, URL or alias
+        that reaches the store shares it. `state.json`'s generation for the same store counts
+        too (the higher wins), and so does an entry an earlier roam keyed by location
+        (`identity`).
+        """
+        floor = max(self.stores.get(store, {}).get("generation", 0),
+                    self.locations.get(identity, 0))
+        if state is not None and state.store == store and state.generation is not None:
+            floor = max(floor, state.generation)
+        return floor
+
+
+def read_floors(state_dir: Path) -> Floors:
+    """This device's floors as they are now (see `Floors` for when to read them)."""
+    return Floors(*_read_floor(state_dir))
+
+
 def load_floor(state_dir: Path, store: str, identity: str,
                state: LocalState | None = None) -> int:
-    """The lowest generation the store `store` may serve to this device.
-
-    The floor is keyed by the store id sealed inside HEAD, so every path, URL or alias that
-    reaches the store shares it. `state.json`'s generation for the same store counts too
-    (the higher wins), and so does an entry an earlier roam keyed by location (`identity`).
-    """
-    stores, locations = _read_floor(state_dir)
-    floor = max(stores.get(store, {}).get("generation", 0), locations.get(identity, 0))
-    if state is not None and state.store == store and state.generation is not None:
-        floor = max(floor, state.generation)
-    return floor
+    """The lowest generation the store `store` may serve to this device (`Floors.of`)."""
+    return read_floors(state_dir).of(store, identity, state)
 
 
 def raise_floor(state_dir: Path, store: str, identity: str, generation: int) -> None:

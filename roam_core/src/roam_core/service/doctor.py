@@ -92,7 +92,7 @@ def checks(session: Session) -> list[DoctorCheck]:
     """Every row of `roam doctor`, each check isolated so one failure never hides the rest."""
     from roam_core.engine.remote import read_verified_head
     from roam_core.engine.scan import list_shared
-    from roam_core.engine.state import load_floor
+    from roam_core.engine.state import read_floors
 
     def archive_key() -> str:
         _ = session.keys  # reading it decodes the archive key, or raises why it cannot
@@ -116,11 +116,11 @@ def checks(session: Session) -> list[DoctorCheck]:
         state = session.state()
 
         def head() -> str:
+            floors = read_floors(session.state_dir)  # before HEAD, as it is verified against
             found = read_verified_head(session, state)
             if found is None:
                 return "no HEAD yet (run roam init)"
-            floor = load_floor(session.state_dir, found.store, session.backend.identity(),
-                               state)
+            floor = floors.of(found.store, session.backend.identity(), state)
             return f"generation {found.generation} verifies, not below the floor ({floor})"
 
         if rows[0][1]:
