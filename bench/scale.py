@@ -90,8 +90,8 @@ def _second_device(workdir: Path, trash: Trash) -> Path:
 
 
 def run_scale(workdir: Path, files: int, runs: int, restic_binary: str | None,
-              writes: dict[str, list[int]] | None = None
-              ) -> list[tuple[str, list[Sample], list[Sample]]]:
+              writes: dict[str, list[int]] | None = None,
+              say: Callable[[str], None] = say) -> list[tuple[str, list[Sample], list[Sample]]]:
     """(scenario, roam samples, restic samples) for each scenario.
 
     `writes`, when given, receives per incremental push the bytes its process wrote

@@ -68,12 +68,12 @@ class Progress:
               flush=True)
 
 
-def estimate(parts: list[str], runs: int, rtts: int, files: int) -> float:
+def estimate(parts: list[str], runs: int, scale_runs: int, rtts: int, files: int) -> float:
     """Seconds the parts should take on a quiet 2-core machine (see `COST`)."""
     total = 0.0
     for part in parts:
         fixed, unit = COST[part]
-        total += fixed + unit * runs * (files / 1000 if part == "scale" else rtts)
+        total += fixed + unit * (scale_runs * files / 1000 if part == "scale" else runs * rtts)
     return total
 
 
@@ -140,7 +140,7 @@ def run_part(part: str, args: argparse.Namespace, restic_binary: str,
     rtts = tuple(ms / 1000 for ms in args.rtt_ms)
     load_start, started, cpu = measure.loadavg(), time.monotonic(), _cpu()
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    base = Bench(folder, restic_binary, args.runs, say)
+    base = Bench(folder, restic_binary, args.scale_runs if part == "scale" else args.runs, say)
     info: dict[str, Any] = {"part": part, "runs": args.runs, "command": args.command}
     try:
         if part == "s3":
@@ -149,13 +149,10 @@ def run_part(part: str, args: argparse.Namespace, restic_binary: str,
             info.update(home=args.home, rows=net_rows(run_git_network(base, args.home, rtts)))
         else:
             writes: dict[str, list[int]] = {}
-            rows = run_scale(folder, args.files, args.runs, restic_binary, writes)
-            info.update(files=args.files, rows=scale_rows(rows, writes))
+            rows = run_scale(folder, args.files, args.scale_runs, restic_binary, writes, say)
+            info.update(files=args.files, runs=args.scale_runs, rows=scale_rows(rows, writes))
     finally:
-        base.trash.empty()
-        for name in folder.iterdir():
-            if name.name != "homes":
-                shutil.rmtree(name, ignore_errors=True) if name.is_dir() else name.unlink()
+        set_aside(folder, args.workdir / "trash", part)
     info.update(started=stamp, seconds=round(time.monotonic() - started, 1),
                 cpu_seconds=round(_cpu() - cpu, 1),
                 load=[load_start, measure.loadavg()], commit=commit(),
@@ -163,6 +160,33 @@ def run_part(part: str, args: argparse.Namespace, restic_binary: str,
                 restic=subprocess.run([restic_binary, "version"], capture_output=True,
                                       text=True).stdout.strip())
     return info
+
+
+def set_aside(folder: Path, trash: Path, part: str) -> None:
+    """Move what a part left (stores, repositories, pulled homes) into `trash`, instantly.
+
+    Deleting it would cost minutes: this machine's disk discards freed blocks, ~850 files a
+    second, and a part leaves 100,000s of files. Deleting it between parts would also slow
+    the next part's file creation (see `tools.Trash`). `delete_later` empties `trash` once
+    the page is written.
+    """
+    trash.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%H%M%S")
+    for path in folder.iterdir():
+        if path.name != "homes":
+            path.rename(trash / f"{part}-{stamp}-{path.name}")
+
+
+def delete_later(trash: Path, say: Progress) -> None:
+    """Delete `trash` in a process of its own at idle priority, after this one exits."""
+    if not trash.exists():
+        return
+    command = ["nice", "-n", "19", "rm", "-rf", str(trash)]
+    if shutil.which("ionice"):
+        command = ["ionice", "-c", "3", *command]
+    child = subprocess.Popen(command, start_new_session=True, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    say(f"deleting {trash} in the background at idle priority (pid {child.pid})")
 
 
 def parse_list(text: str, convert: Callable[[str], Any]) -> list[Any]:
@@ -181,6 +205,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="roam/restic pairs per cell, alternating who goes first (3)")
     parser.add_argument("--rtt-ms", type=lambda t: parse_list(t, float), default=[0, 40, 100],
                         help="round-trip times of the network parts, ms (0,40,100)")
+    parser.add_argument("--scale-runs", type=int, default=None,
+                        help="pairs per cell of the scale part (default: --runs); each "
+                        "pair at 100,000 files costs minutes")
     parser.add_argument("--files", type=int, default=100_000,
                         help="files in the scale part's home (100000)")
     parser.add_argument("--home", default="large", choices=("small", "large"),
@@ -194,12 +221,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--keep", action="store_true",
                         help="keep the generated homes (the next run reuses them)")
     args = parser.parse_args(argv)
+    if not args.rtt_ms:
+        parser.error("--rtt-ms: give at least one round-trip time")
     args.command = " ".join(["python bench/world.py", *(sys.argv[1:] if argv is None else argv)])
     unknown = [part for part in args.parts if part not in PARTS]
     if unknown or not args.parts:
         parser.error(f"--parts: choose from {','.join(PARTS)} (got {','.join(args.parts)})")
-    if args.runs < 1 or args.files < 100 or not args.rtt_ms or min(args.rtt_ms) < 0:
-        parser.error("--runs must be ≥ 1, --files ≥ 100, --rtt-ms non-negative")
+    if args.scale_runs is None:
+        args.scale_runs = args.runs
+    if min(args.runs, args.scale_runs) < 1 or args.files < 100 or min(args.rtt_ms) < 0:
+        parser.error("--runs and --scale-runs must be ≥ 1, --files ≥ 100, --rtt-ms "
+                     "non-negative")
     return args
 
 
@@ -221,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     say = Progress()
     if not args.compose:
-        needed = estimate(args.parts, args.runs, len(args.rtt_ms), args.files)
+        needed = estimate(args.parts, args.runs, args.scale_runs, len(args.rtt_ms), args.files)
         say(f"parts {','.join(args.parts)}, {args.runs} run(s) per cell; about "
             f"{needed / 60:.0f} min on a quiet 2-core machine (load now {measure.loadavg()})")
         args.workdir.mkdir(parents=True, exist_ok=True)
@@ -239,8 +271,9 @@ def main(argv: list[str] | None = None) -> int:
                 (args.workdir / f"{part}.json").write_text(json.dumps(info, indent=1) + "\n")
                 say(f"done in {info['seconds'] / 60:.1f} min; saved {part}.json")
         finally:
-            if not args.keep:
-                shutil.rmtree(args.workdir / "homes", ignore_errors=True)
+            if not args.keep and (args.workdir / "homes").exists():
+                (args.workdir / "trash").mkdir(exist_ok=True)
+                (args.workdir / "homes").rename(args.workdir / "trash" / "homes")
         say.part = "world"
     parts = load_parts(args.workdir)
     if not parts:
@@ -250,6 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     world_page.write(args.out, block)
     print(block)
     say(f"wrote the world block of {args.out} from {', '.join(sorted(parts))}")
+    delete_later(args.workdir / "trash", say)
     return 0
 
 

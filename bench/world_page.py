@@ -159,8 +159,10 @@ def scale_notes(rows: list[dict[str, Any]]) -> list[str]:
 
 def _header(info: dict[str, Any]) -> str:
     load = info["load"]
-    cpu = info.get("cpu_seconds")
-    spent = f" ({cpu / 60:.1f} min of processor time)" if cpu is not None else ""
+    costs = []
+    if info.get("cpu_seconds") is not None:
+        costs.append(f"{info['cpu_seconds'] / 60:.1f} min of processor time")
+    spent = f" ({', '.join(costs)})" if costs else ""
     return (f"`{info['command']}` at commit {info['commit']}, {info['started']}, "
             f"{info['runs']} pair(s) per cell, {info['seconds'] / 60:.1f} min{spent}; load "
             f"average {load[0]} at the start, {load[1]} at the end.")

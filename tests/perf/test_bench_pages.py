@@ -138,7 +138,8 @@ def test_compose_writes_one_block_from_the_saved_parts(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("argv, said", [
     (["--parts", "s3,bogus"], "--parts: choose from s3,git,scale"),
-    (["--runs", "0"], "--runs must be"),
+    (["--runs", "0"], "--runs and --scale-runs must be"),
+    (["--rtt-ms", ","], "--rtt-ms: give at least one"),
     (["--rtt-ms", "0,forty"], "not a comma-separated list"),
 ])
 def test_bad_options_say_so_in_one_line(argv: list[str], said: str,
