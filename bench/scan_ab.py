@@ -10,7 +10,9 @@ local store once per mode, the order rotating each round:
   as before the worker);
 - `lowest`: the worker at the lowest priority (`SCHED_IDLE`; with `--realtime`, just below
   the push);
-- `off`: `scan_outgoing` replaced by "no findings" (no scan at all).
+- `off`: `scan_outgoing` replaced by "no findings" (no scan at all);
+- `stdlib`: as shipped, but as where google-re2 cannot be imported (the push and its
+  worker find runs with the standard library's passes, regions.int_runs).
 
 `--realtime` (root, Linux) runs each push at real-time priority (`SCHED_RR` 2, a `lowest`
 worker at 1): the push then owns the cores as on a quiet machine, whatever else runs on a
@@ -43,6 +45,8 @@ from homes import SPECS, generate
 WRAP = """\
 import os, sys
 mode, realtime = sys.argv[1], os.environ.pop("SCAN_AB_REALTIME", "")
+if mode == "stdlib":
+    sys.modules["re2"] = None
 import roam_core.engine.push as push
 import roam_core.secretscan.worker as worker
 if realtime:  # the push above every other process (a quiet machine on a shared one)
@@ -87,6 +91,10 @@ def main() -> int:
     env["ROAM_ARCHIVE_KEY"] = os.urandom(32).hex()
     if args.realtime:
         env["SCAN_AB_REALTIME"] = "1"
+    # the scan worker is a fresh interpreter: a `sitecustomize` on its path blocks re2 there
+    blocker = work / "no-re2"
+    blocker.mkdir(exist_ok=True)
+    (blocker / "sitecustomize.py").write_text("import sys\nsys.modules['re2'] = None\n")
     runs: dict[str, list[tuple[float, float, float]]] = {mode: [] for mode in modes}
     for round_ in range(args.runs):
         for mode in modes[round_ % len(modes):] + modes[:round_ % len(modes)]:
@@ -94,6 +102,9 @@ def main() -> int:
             store.mkdir()
             shutil.rmtree(home / "roam", ignore_errors=True)
             roam = [sys.executable, "-c", WRAP, mode, "--home", str(home)]
+            env.pop("PYTHONPATH", None)
+            if mode == "stdlib":
+                env["PYTHONPATH"] = str(blocker)
             subprocess.run([*roam, "init"], env=env, check=True, capture_output=True)
             cpu, started = _children_cpu(), time.perf_counter()
             done = subprocess.run([*roam, "push", "--json"], env=env, capture_output=True,

@@ -3,7 +3,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-HEAVY = ("boto3", "botocore", "git", "httpx", "hermes_cli", "agent", "run_agent", "stevedore")
+#: `re2` (google-re2) is the push scan's compiled run search: only a scan imports it.
+HEAVY = ("boto3", "botocore", "git", "httpx", "hermes_cli", "agent", "run_agent", "stevedore",
+         "re2")
 
 
 def _imported_after(code: str) -> set[str]:
@@ -38,3 +40,6 @@ def test_the_push_scan_worker_imports_only_the_scanner() -> None:
     roam = {name for name in modules if name.startswith("roam_core.")}
     assert not {name for name in roam if not name.startswith(("roam_core.secretscan",
                                                                 "roam_core.errors"))}, roam
+    # nor roam's version: reading the installed distributions' metadata (importlib.metadata,
+    # email, zipfile) was most of the worker's start-up
+    assert "importlib.metadata" not in modules

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import io
 import random
+import sys
 
 import pytest
 
-from roam_core.secretscan import scan
-from roam_core.secretscan.regions import long_runs, windows
+from roam_core.secretscan import regions, scan
+from roam_core.secretscan.regions import TOKEN_RUN, long_runs, windows
 from roam_core.secretscan.rules import RULES
 from roam_core.secretscan.scan import Scanner
 
@@ -30,8 +31,19 @@ def _windowed(scanner: Scanner, data: bytes) -> list[tuple[int, int, str]]:
     return sorted((s, e, rule) for (s, e), (rule, _secret) in scanner.byte_spans(data).items())
 
 
+@pytest.fixture(params=["compiled", "stdlib"])
+def run_search(request, monkeypatch) -> str:
+    """Each window test twice: with the compiled run search and where it cannot be imported."""
+    regions.compiled_runs.cache_clear()
+    if request.param == "stdlib":
+        monkeypatch.setitem(sys.modules, "re2", None)  # `import re2` raises ImportError
+    yield request.param
+    regions.compiled_runs.cache_clear()
+
+
 @pytest.mark.parametrize("seed", range(12))
-def test_windows_find_what_a_whole_read_finds(seed: int) -> None:
+def test_windows_find_what_a_whole_read_finds(seed: int, run_search: str) -> None:
+    assert (regions.compiled_runs(TOKEN_RUN) is None) == (run_search == "stdlib")
     rng = random.Random(seed)
     parts = []
     for _ in range(40):
@@ -49,7 +61,31 @@ def test_windows_find_what_a_whole_read_finds(seed: int) -> None:
         assert sum(e - s for s, e in windows(data)) < len(data) / 2, "not a partial read"
 
 
-def test_long_runs_are_the_maximal_runs_of_ten_or_more() -> None:
+def test_the_compiled_run_search_is_installed() -> None:
+    # a declared dependency of roam-core (docs/decisions.md): a fresh install has it
+    assert regions.compiled_runs(TOKEN_RUN) is not None
+
+
+#: Every byte the run search treats specially, and some it must not (NUL, high bytes,
+#: invalid UTF-8, Unicode white space that is not ASCII white space).
+_ALPHABET = [*b" \t\n\r\f\v\x1c\x1d\x1e\x1f", 0, 0x85, 0xA0, 0xFF, 0x80, 0xC3, *b"aZ9/:=-_"]
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("minimum", [10, 15])
+def test_the_compiled_run_search_finds_the_same_runs(seed: int, minimum: int) -> None:
+    rng = random.Random(seed)
+    spaces = rng.random()  # from runs everywhere to runs nowhere
+    data = bytes(rng.choice(_ALPHABET[:10]) if rng.random() < spaces / 2
+                 else rng.choice(_ALPHABET[10:]) for _ in range(rng.randint(0, 20_000)))
+    data += bytes(rng.choice(_ALPHABET[10:]) for _ in range(rng.choice([0, minimum - 1, minimum])))
+    expected = list(regions.int_runs(data, minimum))
+    assert list(long_runs(data, minimum)) == expected
+    if seed == 0:
+        assert expected, "no run: the comparison proves nothing"
+
+
+def test_long_runs_are_the_maximal_runs_of_ten_or_more(run_search: str) -> None:
     text = b"short words only\nabcdefghij x abcdefghi\tlonger-than-ten-chars\n" + b"z" * 10
     assert [text[s:e] for s, e in long_runs(text)] == [b"abcdefghij",
                                                       b"longer-than-ten-chars", b"z" * 10]
@@ -128,9 +164,7 @@ def test_a_file_scanned_by_path_finds_what_a_stream_finds_across_chunks(tmp_path
         scanner.scan_file("gone.md", str(tmp_path / "gone.md"))
 
 
-def test_runs_past_the_kept_mask_are_found_and_the_mask_stays_bounded() -> None:
-    from roam_core.secretscan import regions
-
+def test_runs_past_the_kept_mask_are_found_and_the_mask_stays_bounded(run_search: str) -> None:
     token = b"ghp_Fake0123456789abcdefghijklmnopqrstu"
     prose = PROSE.encode()
     data = prose * ((regions.KEPT_MASK + (1 << 16)) // len(prose)) + b"at the end " + token

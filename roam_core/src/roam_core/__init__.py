@@ -17,4 +17,12 @@ def _version() -> str:
         return "0+unknown"
 
 
-__version__ = _version()
+def __getattr__(name: str) -> str:
+    # Read on first use, not at import: the metadata lookup (importlib.metadata, email,
+    # zipfile, a walk of the installed distributions) was most of the start-up of the push
+    # scan's worker process, which never needs the version.
+    if name == "__version__":
+        value = _version()
+        globals()["__version__"] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -23,14 +23,16 @@ file unscanned).
 from __future__ import annotations
 
 import pickle
-import subprocess
 import sys
 import threading
 from collections.abc import Sequence
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from roam_core.secretscan.pool import worker_env
 from roam_core.secretscan.scan import Finding, Scanner
+
+if TYPE_CHECKING:  # the worker process itself never starts one: its start-up stays small
+    import subprocess
 
 #: Below this much changed text the worker's start (a fresh interpreter, ~0.15 s of one core)
 #: costs more than the scan in a thread beside the packing: it stays there.
@@ -113,6 +115,8 @@ class WorkerScan:
                 for index, (rel, _location, _size) in enumerate(self.files)}
 
     def _start(self) -> subprocess.Popen[bytes]:
+        import subprocess
+
         proc = subprocess.Popen([sys.executable, "-m", "roam_core.secretscan.worker"],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, env=worker_env())
