@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import io
-from collections.abc import Mapping
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -160,14 +160,15 @@ def _restore_blobs(session: Session, checker: Checker, state: LocalState,
     wanted = {sha for (sha, _size, refs) in checker.contents
               if any(ref[0] in broken for ref in refs)}
     repo = checker.repo
-    known: Mapping[str, BlobRef]
+    known: MutableMapping[str, BlobRef]
     try:
-        known = repo.known_blobs()
+        known = repo.known_blobs()  # a view over the catalogue: no dict of every blob
     except IntegrityError:
         known = {}  # an unreadable index: upload every wanted blob rather than guess
     # blobs found broken are sealed again even where an index still names them
-    packer = Packer(repo, {blob: ref for blob, ref in known.items() if blob not in broken},
-                    present=PackPresence(repo.backend))
+    for blob in broken:
+        known.pop(blob, None)
+    packer = Packer(repo, known, present=PackPresence(repo.backend))
     done: set[str] = set()
     for rel, entry in sorted(state.base_manifest().items()):
         if entry.sha256 not in wanted or entry.sha256 in done:
