@@ -53,6 +53,11 @@ class RaceLog:
                 f" | tr -dc '0-9 \\n' | tr '\\n' ' ')\" >> {log};"
                 f" [ -s {err} ] && tail -n 3 {err} | sed 's/^/    /' >> {log};")
 
+    def note(self, text: str) -> None:
+        """A line of its own in the timeline (the budget the race ran with)."""
+        with self.sweeps.open("a") as handle:
+            handle.write(f"{time.time():.6f} {text}\n")
+
     def sweep(self, number: int, plan: ForgetPlan | None, swept: PruneResult | None,
               error: BaseException | None = None) -> None:
         """One sweep's line: what forget kept and forgot, what prune did, or what it raised."""
