@@ -32,6 +32,19 @@ def _has_object(repo: Path, sha: str) -> bool:
                           capture_output=True, timeout=60).returncode == 0
 
 
+def _published(url: str, open_backend: Opener, *packs: str
+               ) -> tuple[GitBackend, GitBackend, str]:
+    """Two devices on `url`: the first stores `packs/<name>` (its name as bytes) for each of
+    `packs` and publishes HEAD `gen-1`, which the second reads. Returns both and its version.
+    """
+    writer, reader = open_backend(url), open_backend(url)
+    for name in packs:
+        writer.put_new(f"packs/{name}", name.encode())
+    version = writer.swap_ref("HEAD", b"gen-1", None)
+    assert reader.read_ref("HEAD") == (b"gen-1", version)
+    return writer, reader, version
+
+
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     return bare_repo(tmp_path / "remote")
@@ -71,11 +84,7 @@ def test_a_deletion_drops_history_so_gc_and_a_fresh_clone_free_the_objects(
 def test_a_push_that_lands_during_a_deletion_keeps_its_objects(repo: Path,
                                                                  open_backend: Opener) -> None:
     url = file_url(repo)
-    pruner, pusher = open_backend(url), open_backend(url)
-    pruner.put_new("packs/old", b"old")
-    pruner.put_new("packs/kept", b"kept")
-    base = pruner.swap_ref("HEAD", b"gen-1", None)
-    assert pusher.read_ref("HEAD") == (b"gen-1", base)
+    pruner, pusher, base = _published(url, open_backend, "old", "kept")
     real_push = pruner.mirror.push
     raced: list[str] = []
 
@@ -100,11 +109,7 @@ def test_a_push_that_lands_during_a_deletion_keeps_its_objects(repo: Path,
 def test_a_ref_keeps_its_version_while_the_branch_moves_around_it(
         repo: Path, open_backend: Opener) -> None:
     url = file_url(repo)
-    pusher, pruner = open_backend(url), open_backend(url)
-    pusher.put_new("packs/a", b"a")
-    pusher.put_new("packs/b", b"b")
-    head = pusher.swap_ref("HEAD", b"gen-1", None)
-    assert pruner.read_ref("HEAD") == (b"gen-1", head)
+    pusher, pruner, head = _published(url, open_backend, "a", "b")
     lease = pruner.swap_ref("LEASE", b"lease-1", None)
     pruner.delete(["packs/a"])
     pruner.swap_ref("LEASE", b"lease-2", lease)

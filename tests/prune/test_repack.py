@@ -10,8 +10,10 @@ each blob it relies on is safe where the indexes place it now.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -50,6 +52,23 @@ def _pack_holding(home: Home, rel: str) -> str:
         head = next(iter(generations(session)))
         entry = session.repo.load_manifest(head.snapshot.root)[rel]
         return entry.blobs[0][1]
+
+
+@contextlib.contextmanager
+def _desk_and_laptop(tmp_path: Path, seed: int
+                     ) -> Iterator[tuple[Home, Home, dict[str, bytes], str]]:
+    """A desk's mixed store (format 2, local) that the laptop pulled; then the desk forgot
+    all but the last generation. Yields both, the steady files, and the pack that held
+    `memories/steady.md` (mostly garbage now: the next prune repacks it)."""
+    with stores("local", tmp_path) as store:
+        runner = Runner()
+        desk = Home(tmp_path / "desk", "desk", store, runner)
+        laptop = Home(tmp_path / "laptop", "laptop", store, runner)
+        steady = _mixed_store(desk, random.Random(seed), 2)
+        assert laptop.roam("init").code == 0 and laptop.roam("pull", "--apply").code == 0
+        old_pack = _pack_holding(desk, "memories/steady.md")
+        assert desk.roam("forget", "--keep-last", "1", "--apply").code == 0
+        yield desk, laptop, steady, old_pack
 
 
 @pytest.mark.parametrize(("kind", "store_format"), [("local", 1), ("local", 2), ("s3", 2)])
@@ -119,15 +138,7 @@ def test_a_long_push_over_a_repacked_base_still_publishes(
     blobs' new pack (the indexes say so), so its check before the HEAD swap passes."""
     from roam_core.engine import lease
 
-    rng = random.Random(33)
-    with stores("local", tmp_path) as store:
-        runner = Runner()
-        desk = Home(tmp_path / "desk", "desk", store, runner)
-        laptop = Home(tmp_path / "laptop", "laptop", store, runner)
-        steady = _mixed_store(desk, rng, 2)
-        assert laptop.roam("init").code == 0 and laptop.roam("pull", "--apply").code == 0
-        old_pack = _pack_holding(desk, "memories/steady.md")
-        assert desk.roam("forget", "--keep-last", "1", "--apply").code == 0
+    with _desk_and_laptop(tmp_path, 33) as (desk, laptop, steady, old_pack):
         assert _prune(desk, "--apply", "--grace-minutes", "0")["repacked"] >= 1
         assert old_pack not in store_keys(desk, "packs/")
 
@@ -145,15 +156,7 @@ def test_a_repack_marked_while_a_push_reuses_its_blobs_loses_nothing(tmp_path: P
     """A push that starts after the repack's mark relies on the new pack, not the marked
     one: the sweep three hours later deletes the old pack and the push's generation reads
     back whole."""
-    rng = random.Random(34)
-    with stores("local", tmp_path) as store:
-        runner = Runner()
-        desk = Home(tmp_path / "desk", "desk", store, runner)
-        laptop = Home(tmp_path / "laptop", "laptop", store, runner)
-        steady = _mixed_store(desk, rng, 2)
-        assert laptop.roam("init").code == 0 and laptop.roam("pull", "--apply").code == 0
-        old_pack = _pack_holding(desk, "memories/steady.md")
-        assert desk.roam("forget", "--keep-last", "1", "--apply").code == 0
+    with _desk_and_laptop(tmp_path, 34) as (desk, laptop, steady, old_pack):
         marked = _prune(desk, "--apply")  # the default grace: repacks and marks only
         assert marked["repacked"] >= 1 and marked["deleted"] == {}
         # the laptop pushes the steady content under a new name: deduplicated, it must
