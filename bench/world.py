@@ -49,10 +49,11 @@ from tools import compile_roam, ensure_restic
 
 REPO = Path(__file__).resolve().parent.parent
 PARTS = ("s3", "git", "scale")
-#: Seconds each part took per unit of work in the measured runs of bench/README.md, scaled
-#: to a quiet machine: (fixed, per run per RTT) for s3 and git, (fixed, per run per 1,000
-#: files) for scale. Only for the estimate printed before a run.
-COST = {"s3": (90.0, 55.0), "git": (90.0, 70.0), "scale": (20.0, 3.0)}
+#: Processor seconds per unit of work measured in the loaded run of 2026-12-02 (bench/README.md,
+#: "Planning the quiet run"), taken as a quiet 2-core machine's wall time (a quiet run of the
+#: s3 part in the seventh session took what its processor time here says): (fixed, per run
+#: per RTT) for s3 and git; (per 1,000 files generated, per run per 1,000 files) for scale.
+COST = {"s3": (60.0, 51.0), "git": (45.0, 63.0), "scale": (0.9, 1.6)}
 
 
 class Progress:
@@ -73,7 +74,10 @@ def estimate(parts: list[str], runs: int, scale_runs: int, rtts: int, files: int
     total = 0.0
     for part in parts:
         fixed, unit = COST[part]
-        total += fixed + unit * (scale_runs * files / 1000 if part == "scale" else runs * rtts)
+        if part == "scale":
+            total += (fixed + unit * scale_runs) * files / 1000
+        else:
+            total += fixed + unit * runs * rtts
     return total
 
 
