@@ -253,9 +253,30 @@ def load_parts(workdir: Path) -> dict[str, dict[str, Any]]:
     return found
 
 
+def run_parts(args: argparse.Namespace, restic_binary: str, say: Progress) -> list[str]:
+    """Run each part, saving its JSON; the parts that failed (the others still run)."""
+    failed = []
+    for part in args.parts:
+        say.part = part
+        saved = args.workdir / f"{part}.json"
+        saved.unlink(missing_ok=True)  # an older run's results must not pass for this one's
+        say(f"starting (load {measure.loadavg()})")
+        try:
+            info = run_part(part, args, restic_binary, say)
+        except measure.CommandFailed as error:
+            say(f"FAILED: {error}")
+            failed.append(part)
+            continue
+        saved.write_text(json.dumps(info, indent=1) + "\n")
+        say(f"done in {info['seconds'] / 60:.1f} min; saved {part}.json")
+    say.part = "world"
+    return failed
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     say = Progress()
+    failed: list[str] = []
     if not args.compose:
         needed = estimate(args.parts, args.runs, args.scale_runs, len(args.rtt_ms), args.files)
         say(f"parts {','.join(args.parts)}, {args.runs} run(s) per cell; about "
@@ -268,17 +289,12 @@ def main(argv: list[str] | None = None) -> int:
         restic_binary = ensure_restic()
         compile_roam()
         try:
-            for part in args.parts:
-                say.part = part
-                say(f"starting (load {measure.loadavg()})")
-                info = run_part(part, args, restic_binary, say)
-                (args.workdir / f"{part}.json").write_text(json.dumps(info, indent=1) + "\n")
-                say(f"done in {info['seconds'] / 60:.1f} min; saved {part}.json")
+            failed = run_parts(args, restic_binary, say)
         finally:
             if not args.keep and (args.workdir / "homes").exists():
                 (args.workdir / "trash").mkdir(exist_ok=True)
-                (args.workdir / "homes").rename(args.workdir / "trash" / "homes")
-        say.part = "world"
+                (args.workdir / "homes").rename(
+                    args.workdir / "trash" / f"homes-{time.strftime('%H%M%S')}")
     parts = load_parts(args.workdir)
     if not parts:
         raise SystemExit(f"bench world: no part's results in {args.workdir} "
@@ -288,7 +304,9 @@ def main(argv: list[str] | None = None) -> int:
     print(block)
     say(f"wrote the world block of {args.out} from {', '.join(sorted(parts))}")
     delete_later(args.workdir / "trash", say)
-    return 0
+    if failed:
+        say(f"failed: {', '.join(failed)} (see above); the page holds the other parts")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -158,3 +158,24 @@ def test_compose_without_results_or_with_a_broken_file_stops_cleanly(tmp_path: P
     with pytest.raises(SystemExit, match=r"cannot read .*git\.json"):
         world.main(["--compose", "--workdir", str(tmp_path), "--out", str(tmp_path / "p.md")])
     assert not (tmp_path / "p.md").exists()
+
+
+def test_a_failed_part_leaves_the_others_on_the_page_and_exits_non_zero(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The parts' runners are replaced here (each real one takes minutes): git fails, s3 runs;
+    git's results from an earlier run are not composed as if they were this run's."""
+    def run_part(part: str, *_args: object) -> dict:
+        if part == "git":
+            raise world.measure.CommandFailed("roam push… exited 1: boom")
+        return _info(part, [_net_row("first push", 9.0, 10.0, (71, 39), 1.0)])
+
+    monkeypatch.setattr(world, "run_part", run_part)
+    monkeypatch.setattr(world, "ensure_restic", lambda: "restic")
+    monkeypatch.setattr(world, "compile_roam", lambda: None)
+    (tmp_path / "git.json").write_text(json.dumps(_info("git", [])))  # an older run's
+    out = tmp_path / "benchmarks.md"
+    code = world.main(["--parts", "s3,git", "--workdir", str(tmp_path), "--out", str(out)])
+    assert code == 1
+    text = out.read_text()
+    assert "### S3: SeaweedFS" in text and "### git" not in text
+    assert not (tmp_path / "git.json").exists()
