@@ -253,6 +253,19 @@ def load_parts(workdir: Path) -> dict[str, dict[str, Any]]:
     return found
 
 
+def disk_needed(args: argparse.Namespace) -> int:
+    """Bytes a run holds at its peak: the homes, and every part's leftovers (set aside until
+    the page is written): per network cell a pulled home and a restore of `large` (~1.1 GB;
+    on git also two mirrors of its store, ~0.8 GB), per scale run a pulled home and a
+    restore (~1.2 GB per 100,000 files)."""
+    rtts = len(args.rtt_ms) * args.runs
+    per_cell = {"s3": 1.2, "git": 2.0}
+    gib = 4.0 + sum(per_cell.get(part, 0.0) * rtts for part in args.parts)
+    if "scale" in args.parts:
+        gib += 1.2 * args.scale_runs * args.files / 100_000
+    return int(gib * (1 << 30))
+
+
 def run_parts(args: argparse.Namespace, restic_binary: str, say: Progress) -> list[str]:
     """Run each part, saving its JSON; the parts that failed (the others still run)."""
     failed = []
@@ -282,10 +295,10 @@ def main(argv: list[str] | None = None) -> int:
         say(f"parts {','.join(args.parts)}, {args.runs} run(s) per cell; about "
             f"{needed / 60:.0f} min on a quiet 2-core machine (load now {measure.loadavg()})")
         args.workdir.mkdir(parents=True, exist_ok=True)
-        free = shutil.disk_usage(args.workdir).free
-        if free < 8 << 30:
-            raise SystemExit(f"bench world: {args.workdir} has {free >> 20} MiB free; "
-                             "8192 MiB needed")
+        free, needed_bytes = shutil.disk_usage(args.workdir).free, disk_needed(args)
+        if free < needed_bytes:
+            raise SystemExit(f"bench world: {args.workdir} has {free >> 30} GiB free; about "
+                             f"{needed_bytes >> 30} GiB needed (run fewer parts at a time)")
         restic_binary = ensure_restic()
         compile_roam()
         try:

@@ -136,6 +136,13 @@ def test_compose_writes_one_block_from_the_saved_parts(tmp_path: Path) -> None:
     assert "missed, pull --apply into an empty home: bounded by" in text
 
 
+def test_a_run_asks_for_the_disk_its_leftovers_take() -> None:
+    lead = world.parse_args(["--runs", "3", "--scale-runs", "2"])
+    smoke = world.parse_args(["--parts", "scale", "--files", "200", "--runs", "1"])
+    assert 30 << 30 < world.disk_needed(lead) < 40 << 30
+    assert world.disk_needed(smoke) < 5 << 30
+
+
 @pytest.mark.parametrize("argv, said", [
     (["--parts", "s3,bogus"], "--parts: choose from s3,git,scale"),
     (["--runs", "0"], "--runs and --scale-runs must be"),
@@ -172,6 +179,7 @@ def test_a_failed_part_leaves_the_others_on_the_page_and_exits_non_zero(
     monkeypatch.setattr(world, "run_part", run_part)
     monkeypatch.setattr(world, "ensure_restic", lambda: "restic")
     monkeypatch.setattr(world, "compile_roam", lambda: None)
+    monkeypatch.setattr(world, "disk_needed", lambda _args: 0)  # nothing is generated here
     (tmp_path / "git.json").write_text(json.dumps(_info("git", [])))  # an older run's
     out = tmp_path / "benchmarks.md"
     code = world.main(["--parts", "s3,git", "--workdir", str(tmp_path), "--out", str(out)])
