@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -20,6 +20,7 @@ from roam_core.engine import remote as remote_module
 from roam_core.engine import roster as roster_module
 from roam_core.engine.filemodes import home_files
 from roam_core.engine.journal import kill_point
+from roam_core.engine.outgoing import Outgoing
 from roam_core.engine.progress import ProgressSink
 from roam_core.engine.push_reads import PushReads
 from roam_core.engine.scan import (
@@ -306,7 +307,13 @@ def _push(session: Session, state: LocalState, reads: PushReads, started: float,
     # change what is packed) decide on the scan first (docs/decisions.md).
     beside = not dry_run and not force and not session.core.redact_memories
     gate = UploadGate() if beside else None
-    verdict = _scan_beside(session, to_send, host_keys, result, gate) if gate else None
+    # the files sent, as compact columns from here on (each record made afresh when read):
+    # on a first push, one record per file of the home held to the end of the packing was
+    # most of the push's peak (issue 22); a scan first may still redact the records
+    sending: Sequence[LocalFile] = to_send
+    if beside:
+        sending, to_send = Outgoing(to_send), []
+    verdict = _scan_beside(session, sending, host_keys, result, gate) if gate else None
     if gate is None:
         result.findings = scan_outgoing(session, to_send, host_keys, result)
         if _settle_redacted(to_send, reference, manifest, result) and not result.findings:
@@ -320,7 +327,9 @@ def _push(session: Session, state: LocalState, reads: PushReads, started: float,
         total = len(view.manifest) if behind else len(reference)
         force_guard.check(state, result.removed, total, session.settings, confirm)
 
-    session.deadline.size_to(result.bytes_changed, len(to_send))
+    outgoing = sending if isinstance(sending, Outgoing) else Outgoing(sending)
+    del sending, to_send
+    session.deadline.size_to(result.bytes_changed, len(outgoing))
     known = reads.known_blobs()
     # never a base ref into a pack found lost (voided): this device would upload the blob
     # once more beside the copy a repair or another push stored
@@ -344,11 +353,10 @@ def _push(session: Session, state: LocalState, reads: PushReads, started: float,
     packer = Packer(session.repo, known, present=present, gate=gate)
     # a known tree counts only while its tree pack is stored and not marked, as a blob
     tree_present = (lambda pack: pack not in marked and present(pack)) if marked else present
-    pending: dict[str, tuple[str, int, tuple[str, ...], int]] = {}
     if progress is not None:
-        progress.begin(len(to_send), result.bytes_changed)
+        progress.begin(len(outgoing), result.bytes_changed)
     try:
-        for item in to_send:
+        for index, item in enumerate(outgoing):
             if gate is not None and gate.closed:
                 break  # a finding: read no further
             try:
@@ -357,7 +365,7 @@ def _push(session: Session, state: LocalState, reads: PushReads, started: float,
             except FileNotFoundError:
                 _vanished(result, item.rel)  # deleted between the walk and the read
                 continue
-            pending[item.rel] = (sha, size, blob_ids, item.mode)
+            outgoing.packed(index, sha, size, blob_ids)
             if not item.is_config and item.redacted is None:  # the cache holds its digest
                 cache.remember(item, sha)
             if progress is not None:
@@ -380,13 +388,12 @@ def _push(session: Session, state: LocalState, reads: PushReads, started: float,
     if packer.lost_packs:
         # the next push must not count on the lost packs' blobs either
         session.repo.write_void(packer.lost_packs, set())
-    for rel, (sha, size, blob_ids, mode) in pending.items():
+    for rel, sha, size, blob_ids, mode in outgoing.results():
         manifest[rel] = FileEntry(rel, size, synced_mode(mode), sha, "shared",
                                   packer.refs(blob_ids))
     # every file's refs are taken: what was kept to find them is let go before the trees
     # are built (on a first push, one record per file of each)
-    pending.clear()
-    to_send.clear()
+    outgoing.clear()
     packer.forget_names()
     cache.save(())  # its rows of the files just read, written and let go too
     reads.settle()
@@ -395,7 +402,7 @@ def _push(session: Session, state: LocalState, reads: PushReads, started: float,
     return result
 
 
-def scan_outgoing(session: Session, to_send: list[LocalFile], host_keys: tuple[str, ...],
+def scan_outgoing(session: Session, to_send: Sequence[LocalFile], host_keys: tuple[str, ...],
                   result: PushResult, handover: Handover | None = None) -> list[Finding]:
     """Secret findings in the files about to be uploaded (only changed ones reach here).
 
@@ -444,7 +451,7 @@ def scan_outgoing(session: Session, to_send: list[LocalFile], host_keys: tuple[s
     return findings
 
 
-def _scan_beside(session: Session, to_send: list[LocalFile], host_keys: tuple[str, ...],
+def _scan_beside(session: Session, to_send: Sequence[LocalFile], host_keys: tuple[str, ...],
                  result: PushResult, gate: UploadGate) -> Callable[[], list[Finding]]:
     """Start `scan_outgoing` in a thread that opens `gate` when it passes, else closes it.
 
@@ -498,7 +505,7 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _scan_pooled(scanner: Scanner, to_send: list[LocalFile], handover: Handover | None,
+def _scan_pooled(scanner: Scanner, to_send: Sequence[LocalFile], handover: Handover | None,
                  result: PushResult) -> dict[str, list[Finding] | None]:
     """Findings of the plain files of a large push, scanned in other processes.
 
@@ -510,8 +517,10 @@ def _scan_pooled(scanner: Scanner, to_send: list[LocalFile], handover: Handover 
     """
     from roam_core.secretscan.pool import scan_in_pool, worth_a_pool
 
-    plain = [(item.rel, item.location, item.size) for item in to_send
-             if not item.is_config and item.redacted is None]
+    # an `Outgoing`'s view makes each tuple when read (no string per file held meanwhile)
+    plain = to_send.plain() if isinstance(to_send, Outgoing) else \
+        [(item.rel, item.location, item.size) for item in to_send
+         if not item.is_config and item.redacted is None]
     total = sum(size for _, _, size in plain)
     if handover is not None:
         from roam_core.secretscan import worker

@@ -78,7 +78,8 @@ class WorkerScan:
     def __init__(self, scanner: Scanner, files: Sequence[tuple[str, str, int]],
                  handover: Handover) -> None:
         self.scanner = scanner
-        self.files = list(files)
+        # as given: a push's view makes each tuple when read, holding no string per file
+        self.files = files
         self.handover = handover
         #: the worker's findings, in file order (its frontier is their count)
         self.reported: list[Found] = []
