@@ -11,11 +11,13 @@ new manifest is built.
 
 from __future__ import annotations
 
+import bisect
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import overload
 
 from roam_core.engine.scan import LocalFile
+from roam_core.store.manifest import FileEntry
 
 #: size, mode, and the four integers of the stat signature of each compact file
 _NUMBERS = 6
@@ -170,3 +172,87 @@ class _PlainView(Sequence[tuple[str, str, int]]):
             return [self[at] for at in range(*index.indices(len(self)))]
         item = self._files[self._indexes[index]]
         return item.rel, item.location, item.size
+
+
+class NewManifest(Mapping[str, FileEntry]):
+    """A new generation's entries: those kept as they were, and the files sent as rows.
+
+    A sent file of one blob is a row of bytes and machine integers (~110 bytes) instead of
+    an entry with its digest, its blob ref and the blob id as objects (~560 bytes): at
+    100,000 files that was most of the push's peak while the trees were written (issue 22).
+    Its `FileEntry` is made afresh whenever it is read, so readers see equal entries (never
+    the same object twice). Read-only once built; rows are found by path (the files are sent
+    in path order, so a binary search; a dictionary if they were not).
+    """
+
+    def __init__(self, entries: dict[str, FileEntry]) -> None:
+        #: entries kept as objects: the reference's, and the sent files rows cannot hold
+        self._entries = entries
+        self._rels: list[str] = []
+        self._index: dict[str, int] | None = None  # only when rows came out of path order
+        self._sha = bytearray()
+        self._blob = bytearray()
+        self._numbers = array("q")  # size, mode, pack number, offset, length of each row
+        self._packs: list[str] = []
+        self._pack_numbers: dict[str, int] = {}
+
+    def add(self, entry: FileEntry) -> None:
+        """Add a sent file's entry (its path must not be in the manifest yet)."""
+        rel = entry.path
+        row = self._row_of(entry)
+        if row is None or rel in self._entries:
+            self._entries[rel] = entry
+            return
+        sha, blob, pack, numbers = row
+        if self._index is None and self._rels and rel <= self._rels[-1]:
+            self._index = {path: at for at, path in enumerate(self._rels)}
+        if self._index is not None:
+            self._index[rel] = len(self._rels)
+        self._rels.append(rel)
+        self._sha += sha
+        self._blob += blob
+        number = self._pack_numbers.setdefault(pack, len(self._packs))
+        if number == len(self._packs):
+            self._packs.append(pack)
+        self._numbers.extend((numbers[0], numbers[1], number, numbers[2], numbers[3]))
+
+    @staticmethod
+    def _row_of(entry: FileEntry) -> tuple[bytes, bytes, str, tuple[int, ...]] | None:
+        if entry.scope != "shared" or len(entry.blobs) != 1:
+            return None
+        blob_id, pack, offset, length = entry.blobs[0]
+        sha, blob = _raw(entry.sha256), _raw(blob_id)
+        numbers = (entry.size, entry.mode, offset, length)
+        if sha is None or blob is None or not all(0 <= n < _HIGH for n in numbers):
+            return None
+        return sha, blob, pack, numbers
+
+    def _at(self, rel: str) -> int | None:
+        if self._index is not None:
+            return self._index.get(rel)
+        at = bisect.bisect_left(self._rels, rel)
+        return at if at < len(self._rels) and self._rels[at] == rel else None
+
+    def __getitem__(self, rel: str) -> FileEntry:
+        entry = self._entries.get(rel)
+        if entry is not None:
+            return entry
+        at = self._at(rel)
+        if at is None:
+            raise KeyError(rel)
+        numbers = self._numbers[at * 5:at * 5 + 5]
+        span = slice(at * _DIGEST, (at + 1) * _DIGEST)
+        return FileEntry(rel, numbers[0], numbers[1], self._sha[span].hex(), "shared",
+                         ((self._blob[span].hex(), self._packs[numbers[2]], numbers[3],
+                           numbers[4]),))
+
+    def __contains__(self, rel: object) -> bool:
+        return rel in self._entries or (isinstance(rel, str) and self._at(rel) is not None)
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._entries
+        yield from self._rels
+
+    def __len__(self) -> int:
+        return len(self._entries) + len(self._rels)
+

@@ -20,7 +20,7 @@ from roam_core.engine import remote as remote_module
 from roam_core.engine import roster as roster_module
 from roam_core.engine.filemodes import home_files
 from roam_core.engine.journal import kill_point
-from roam_core.engine.outgoing import Outgoing
+from roam_core.engine.outgoing import NewManifest, Outgoing
 from roam_core.engine.progress import ProgressSink
 from roam_core.engine.push_reads import PushReads
 from roam_core.engine.scan import (
@@ -388,16 +388,18 @@ def _push(session: Session, state: LocalState, reads: PushReads, started: float,
     if packer.lost_packs:
         # the next push must not count on the lost packs' blobs either
         session.repo.write_void(packer.lost_packs, set())
+    # the files sent go in as compact rows (each entry made afresh when read): on a first
+    # push an entry per file held while the trees are written was the push's peak (issue 22)
+    new = NewManifest(manifest)
     for rel, sha, size, blob_ids, mode in outgoing.results():
-        manifest[rel] = FileEntry(rel, size, synced_mode(mode), sha, "shared",
-                                  packer.refs(blob_ids))
+        new.add(FileEntry(rel, size, synced_mode(mode), sha, "shared", packer.refs(blob_ids)))
     # every file's refs are taken: what was kept to find them is let go before the trees
     # are built (on a first push, one record per file of each)
     outgoing.clear()
     packer.forget_names()
     cache.save(())  # its rows of the files just read, written and let go too
     reads.settle()
-    _publish(session, state, view, manifest, result, projections, base, base_folders, started,
+    _publish(session, state, view, new, result, projections, base, base_folders, started,
              tree_present, packer)
     return result
 
@@ -590,7 +592,7 @@ def _swap_head(repo: Repository, head: Head, seen: Head) -> None:
     raise ConflictError("the remote head moved ahead — run roam pull first")
 
 
-def _needs(repo: Repository, manifest: Manifest, root: str, snapshot_id: str
+def _needs(repo: Repository, manifest: Mapping[str, FileEntry], root: str, snapshot_id: str
            ) -> list[set[str]]:
     """What a generation relies on, each as the keys of its copies (any one will do).
 
@@ -612,7 +614,8 @@ def _needs(repo: Repository, manifest: Manifest, root: str, snapshot_id: str
 
 
 def _publish(session: Session, state: LocalState, view: remote_module.RemoteView,
-             manifest: Manifest, result: PushResult, projections: dict[str, str],
+             manifest: Mapping[str, FileEntry], result: PushResult,
+             projections: dict[str, str],
              base: Manifest, base_folders: dict[str, str] | None, started: float,
              present: Callable[[str], bool], packer: Packer) -> None:
     repo = session.repo
@@ -644,10 +647,12 @@ def _publish(session: Session, state: LocalState, view: remote_module.RemoteView
     state.generation = generation
     state.snapshot = snapshot_id
     state.last_push = generation
-    state.set_base(manifest)
+    # read-only rows: written by this save, then let go (read again from state.db if asked)
+    state.set_base(manifest)  # type: ignore[arg-type]
     state.conflicts.clear()  # pushing the local version is the explicit resolution
     state.entry_conflicts.clear()
     state.projections = {rel: text for rel, text in projections.items() if rel in manifest}
     save_state(session.state_dir, state)
+    state.take_base()
     repo.remember_trees(snapshot_id, root)
     result.generation = generation

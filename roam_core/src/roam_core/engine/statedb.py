@@ -178,7 +178,7 @@ def write_changes(conn: sqlite3.Connection, meta: Mapping[str, str],
     if base is not None:
         upserts, deletes = _base_changes(conn, base, stored)
         for chunk in _chunks(upserts):
-            conn.executemany(_UPSERT, [entry_row(entry) for entry in chunk])
+            conn.executemany(_UPSERT, [entry_row(base[rel]) for rel in chunk])
         for chunk in _chunks(deletes):
             conn.executemany("DELETE FROM base WHERE path = ?", [(path,) for path in chunk])
         written += len(upserts) + len(deletes)
@@ -187,15 +187,20 @@ def write_changes(conn: sqlite3.Connection, meta: Mapping[str, str],
 
 def _base_changes(conn: sqlite3.Connection, base: Mapping[str, FileEntry],
                   stored: Mapping[str, FileEntry] | None
-                  ) -> tuple[list[FileEntry], list[str]]:
-    upserts: list[FileEntry] = []
+                  ) -> tuple[list[str], list[str]]:
+    """The paths to write and to delete.
+
+    Paths, not entries: `base` may make each entry afresh when read (a push's new rows),
+    and a first push's every entry at once is too much (issue 22).
+    """
+    upserts: list[str] = []
     deletes: list[str] = []
     if stored is not None:
         # carried entries are the very objects read: `is` answers before any field compare
         for path, entry in base.items():
             old = stored.get(path)
             if old is not entry and old != entry:
-                upserts.append(entry)
+                upserts.append(path)
         deletes = [path for path in stored if path not in base]
         return upserts, deletes
     seen = 0
@@ -206,10 +211,10 @@ def _base_changes(conn: sqlite3.Connection, base: Mapping[str, FileEntry],
             continue
         seen += 1
         if entry_row(new) != row:
-            upserts.append(new)
+            upserts.append(row[0])
     if seen < len(base):
         have = set(stored_paths(conn))
-        upserts.extend(entry for path, entry in base.items() if path not in have)
+        upserts.extend(path for path in base if path not in have)
     return upserts, deletes
 
 

@@ -321,7 +321,7 @@ class Repository(TreeReads):
             else:
                 raise IntegrityError(f"integrity error: tree {tree_id} is malformed")
 
-    def write_manifest(self, manifest: Manifest, base: Manifest | None = None,
+    def write_manifest(self, manifest: Mapping[str, FileEntry], base: Manifest | None = None,
                        base_folders: Mapping[str, str] | None = None,
                        note: str | None = None,
                        present: Callable[[str], bool] | None = None) -> str:
@@ -338,19 +338,21 @@ class Repository(TreeReads):
         """
         if present is not None and self.format >= 2:
             base_folders = self._drop_lost_trees(present, base_folders)
+        # a file is its path until its folder's tree is written: `manifest` may make each
+        # entry afresh when read (a push's new rows), and every entry at once is too much
         root: dict[str, Any] = {}
-        for path, entry in manifest.items():
+        for path in manifest:
             node = root
             parts = path.split("/")
             for part in parts[:-1]:
                 node = node.setdefault(part, {})
-            node[parts[-1]] = entry
+            node[parts[-1]] = path
         reuse = None
         if base is not None and base_folders is not None:
             reuse = Reuse(base_folders, changed_folders(manifest, base))
         folders: dict[str, str] = {}
         with self.tree_sink() as sink:
-            root_id = self._write_node(root, "", sink, folders, reuse, note)
+            root_id = self._write_node(root, "", sink, folders, reuse, note, manifest)
         self.seen_trees.update(folders.values())
         self.folders[root_id] = folders
         return root_id
@@ -397,17 +399,21 @@ class Repository(TreeReads):
 
     def _write_node(self, node: dict[str, Any], path: str, uploads: Uploads | TreePacker,
                     folders: dict[str, str], reuse: Reuse | None,
-                    note: str | None = None) -> str:
+                    note: str | None = None,
+                    manifest: Mapping[str, FileEntry] | None = None) -> str:
         if reuse is not None and reuse.keep(node, path, folders):
             return folders[path]
         entries: dict[str, Any] = {}
         for name, child in node.items():
-            if isinstance(child, FileEntry):
-                entries[name] = {"t": "f", **child.as_json()}
+            if not isinstance(child, dict):  # a file: its entry, or its path in `manifest`
+                entry = child if manifest is None or isinstance(child, FileEntry) \
+                    else manifest[child]
+                entries[name] = {"t": "f", **entry.as_json()}
             else:
                 inner = f"{path}/{name}" if path else name
                 entries[name] = {"t": "d", "tree": self._write_node(child, inner, uploads,
-                                                                    folders, reuse, note)}
+                                                                    folders, reuse, note,
+                                                                    manifest)}
         value: dict[str, Any] = {"v": 1, "entries": entries}
         if note is not None:
             value["note"] = note

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from roam_core.store.manifest import Manifest
+from roam_core.store.manifest import FileEntry, Manifest
 
 
 class Reuse:
@@ -33,7 +33,7 @@ class Reuse:
         return True
 
 
-def changed_folders(manifest: Manifest, base: Manifest) -> set[str]:
+def changed_folders(manifest: Mapping[str, FileEntry], base: Manifest) -> set[str]:
     """Every folder ("" for the root) with an entry added, changed or removed below it."""
     changed = {""}
 
