@@ -37,12 +37,12 @@ PACK_WORKERS = 2
 REMOTE_STORERS = 6
 LOCAL_STORERS = 2
 #: Bytes the sealing and store stages hold at once (raw until sealed, sealed until stored).
-#: On a remote store: five packs of incompressible data, more of text. Elsewhere two packs:
-#: a local store is quick, and while the scan's verdict is awaited these bytes are held at
-#: its gate, the first push's peak (48 MiB, three packs, before issue 22's last pass: a
-#: 100,000-file first push peaked at 214 MiB with it, 187 with 32; docs/decisions.md).
+#: On a remote store: five packs of incompressible data, more of text. Elsewhere three packs,
+#: as before the stages were split. (32 MiB took a 100,000-file first push's peak from 214
+#: to 187 MiB, the packs held at the scan's gate being its largest part, but stalled the
+#: packing: first pushes of 20,000 files took 28-79 s against 22-45; docs/benchmarks.md.)
 REMOTE_PACK_BYTES = 80 * 1024 * 1024
-LOCAL_PACK_BYTES = 32 * 1024 * 1024
+LOCAL_PACK_BYTES = 48 * 1024 * 1024
 #: Chunks shorter than this are copied into a buffer of their own size before they wait.
 SMALL_CHUNK = 1024 * 1024
 #: Buffers of this size or more get pages of their own, handed back when freed (glibc's
