@@ -12,7 +12,10 @@ local store once per mode, the order rotating each round:
   the push);
 - `off`: `scan_outgoing` replaced by "no findings" (no scan at all);
 - `stdlib`: as shipped, but as where google-re2 cannot be imported (the push and its
-  worker find runs with the standard library's passes, regions.int_runs).
+  worker find runs with the standard library's passes, regions.int_runs);
+- any NAME given as `--code NAME=DIR`: as shipped, but with `roam_core` imported from DIR
+  (e.g. `git archive COMMIT roam_core/src | tar -x -C /tmp/old`, then
+  `--code old=/tmp/old/roam_core/src --modes old,worker,off`): an A/B of two commits.
 
 `--realtime` (root, Linux) runs each push at real-time priority (`SCHED_RR` 2, a `lowest`
 worker at 1): the push then owns the cores as on a quiet machine, whatever else runs on a
@@ -80,8 +83,11 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--modes", default="worker,off,thread")
     parser.add_argument("--realtime", action="store_true")
+    parser.add_argument("--code", action="append", default=[],
+                        help="NAME=DIR: mode NAME imports roam_core from DIR")
     args = parser.parse_args()
     modes = args.modes.split(",")
+    code = dict(item.split("=", 1) for item in args.code)
     work = args.work or Path(tempfile.mkdtemp(prefix="roam-scan-ab-"))
     work.mkdir(parents=True, exist_ok=True)
     store, home = work / "store", work / "home"
@@ -105,6 +111,8 @@ def main() -> int:
             env.pop("PYTHONPATH", None)
             if mode == "stdlib":
                 env["PYTHONPATH"] = str(blocker)
+            elif mode in code:  # the scan worker inherits it (its environment's allowlist)
+                env["PYTHONPATH"] = code[mode]
             subprocess.run([*roam, "init"], env=env, check=True, capture_output=True)
             cpu, started = _children_cpu(), time.perf_counter()
             done = subprocess.run([*roam, "push", "--json"], env=env, capture_output=True,

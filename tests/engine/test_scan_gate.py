@@ -204,3 +204,39 @@ def test_a_dead_or_free_scan_worker_stops_a_secret(
     assert sorted(root.rglob("*")) == before
     [scan] = scans
     assert not scan.reported if worker == "kill" else (scan.reported or scan.own)
+
+
+def test_a_large_first_push_starts_its_scan_worker_before_it_scans(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker imports while the push compares its files; a later small push starts none."""
+    import roam_core.engine.push as push_module
+
+    monkeypatch.setattr(scan_worker, "WORKER_MIN_BYTES", 1 << 20)  # the home holds ~1.3 MB
+    events: list[str] = []
+    spawn, outgoing = scan_worker._spawn, push_module.scan_outgoing
+
+    def spawning() -> subprocess.Popen[bytes]:
+        events.append("spawn")
+        return spawn()
+
+    def scanning(*args: object, **kwargs: object) -> list:
+        events.append("scan")
+        return outgoing(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(scan_worker, "_spawn", spawning)
+    monkeypatch.setattr(push_module, "scan_outgoing", scanning)
+    started: list[WorkerScan] = []
+    monkeypatch.setattr(WorkerScan, "_started", lambda self, proc: started.append(self))
+    root = tmp_path / "store"
+    root.mkdir()
+    dev = _home(tmp_path, {"backend": "local", "local_dir": str(root)})
+
+    assert dev.roam("push").code == 0
+    assert events == ["spawn", "scan"]  # one worker, started before the scan began
+    [scan] = started
+    assert len(scan.reported) + len(scan.own) == len(scan.files) > 40
+
+    dev.write("skills/s00/SKILL.md", "changed\n")
+    events.clear()
+    assert dev.roam("push").code == 0
+    assert events == ["scan"]  # not a first push: no worker started early (nor at all)

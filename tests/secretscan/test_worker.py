@@ -189,3 +189,31 @@ def test_the_worker_holds_no_secret_in_argv_or_environment(
     # ...and yet the worker had the literals: it found both.
     assert sorted(f.rule for f in result["held.md"]) == ["literal-secret", "literal-secret"]
     assert len(scan.reported) == 1 and not scan.own
+
+
+def test_a_worker_started_early_is_the_scans_and_an_unused_one_ends(tmp_path: Path) -> None:
+    """A large first push starts its worker before it knows its files (`start_early`)."""
+    files = _files(tmp_path)
+    taken: list[subprocess.Popen[bytes]] = []
+
+    class Early(WorkerScan):
+        def _started(self, proc: subprocess.Popen[bytes]) -> None:
+            taken.append(proc)
+
+    with worker.early_workers():
+        worker.start_early()
+        worker.start_early()  # one at most
+        held = worker._EARLY.get()
+        assert held is not None and len(held) == 1
+        early = held[0]
+        found = Early(_scanner(), files, Handover()).run()
+    assert taken == [early] and found == _serial(files)  # the early one scanned
+    assert len(Early(_scanner(), files, Handover()).run()) == len(files)  # outside: its own
+    assert taken[1] is not early
+
+    with worker.early_workers():  # a push that never scans: its early worker ends with it
+        worker.start_early()
+        unused = worker._EARLY.get()[0]
+    assert unused.returncode == -signal.SIGKILL and unused.stdout.closed
+    worker.start_early()  # outside a push: nothing is started
+    assert worker._EARLY.get() is None

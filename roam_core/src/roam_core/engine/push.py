@@ -167,9 +167,12 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
     # the reads that do not need HEAD travel beside it (a dry run uploads nothing: it
     # reads them only if it gets that far, as before)
     reads = PushReads(session.repo, eager=not dry_run)
+    from roam_core.secretscan.worker import early_workers
+
     try:
-        return _push(session, state, reads, started, force=force, dry_run=dry_run,
-                     progress=progress, confirm=confirm)
+        with early_workers():  # a scan worker started early and never used ends here
+            return _push(session, state, reads, started, force=force, dry_run=dry_run,
+                         progress=progress, confirm=confirm)
     finally:
         reads.close()
 
@@ -206,6 +209,7 @@ def _push(session: Session, state: LocalState, reads: PushReads, started: float,
         if item.size > limit:
             raise UserError(f"{item.rel} is {item.size // (1 << 20)} MiB, over max_file_mb "
                             f"({limit // (1 << 20)}); raise it or add a local: rule for it")
+    _start_scan_worker(session, state, files, dry_run or force)
     # The session archive is exported before the scan compares anything: its transcripts
     # join the files under this device's namespace (archive/sessions/<device>/...).
     archive = sessions_tier.stage(session)
@@ -451,6 +455,23 @@ def scan_outgoing(session: Session, to_send: Sequence[LocalFile], host_keys: tup
     result.scan_seconds = time.perf_counter() - started
     result.scan_cpu_seconds = time.thread_time() + _children_cpu() - cpu
     return findings
+
+
+def _start_scan_worker(session: Session, state: LocalState, files: Mapping[str, LocalFile],
+                       scan_first: bool) -> None:
+    """On a large first push, start the scan's worker while the push compares its files.
+
+    Only a first push (from generation 0, init's empty one, or none): every file is new, so
+    what the walk found is what the scan will read (a later push knows what changed only
+    after comparing, and most later pushes are small).
+    """
+    from roam_core.secretscan import worker
+
+    if state.generation or scan_first or session.core.redact_memories:
+        return  # not a first push, or the scan runs first, in the push's own thread
+    plain = sum(item.size for item in files.values() if not item.is_config)
+    if plain >= worker.WORKER_MIN_BYTES:
+        worker.start_early()
 
 
 def _scan_beside(session: Session, to_send: Sequence[LocalFile], host_keys: tuple[str, ...],

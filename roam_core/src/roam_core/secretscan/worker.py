@@ -22,10 +22,12 @@ file unscanned).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import pickle
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import IO, TYPE_CHECKING
 
 from roam_core.secretscan.pool import worker_env
@@ -72,6 +74,71 @@ class Handover:
             self.cond.notify_all()
 
 
+def _spawn() -> subprocess.Popen[bytes]:
+    """A fresh worker: it imports the scanner, then waits for its work on stdin."""
+    import subprocess
+
+    return subprocess.Popen([sys.executable, "-m", "roam_core.secretscan.worker"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=worker_env())
+
+
+def _end(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a worker that was never given work (or whose work is done)."""
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+    for pipe in (proc.stdin, proc.stdout):
+        if pipe is not None:
+            pipe.close()
+
+
+#: Workers started before the push knew its files (`start_early`), for its scan to take.
+_EARLY: contextvars.ContextVar[list[subprocess.Popen[bytes]] | None] = contextvars.ContextVar(
+    "roam_scan_worker_early", default=None)
+
+
+@contextlib.contextmanager
+def early_workers() -> Iterator[None]:
+    """A push's scope for `start_early`: a worker it started and the scan never took ends here.
+
+    A push that ends without its scan taking the worker (nothing changed after all, a
+    finding, an error) kills it on the way out. Nothing secret reaches a worker before its
+    work does (pickled on its stdin by `WorkerScan`).
+    """
+    held: list[subprocess.Popen[bytes]] = []
+    token = _EARLY.set(held)
+    try:
+        yield
+    finally:
+        _EARLY.reset(token)
+        while held:
+            try:
+                proc = held.pop()
+            except IndexError:  # the scan's thread took it meanwhile
+                break
+            _end(proc)
+
+
+def start_early() -> None:
+    """Start the scan's worker now, before the push has compared its files.
+
+    A large first push scans beside the packing, and the packer stalls at the gate until
+    the scan's verdict, so the worker's start (a fresh interpreter importing the scanner:
+    ~0.07 s of processor time, more of wall time) delays every pack. Started once the walk
+    has shown a large first push, it imports while the push reads its stat cache, the
+    reference and the session archive; `WorkerScan` takes it. Outside `early_workers`, or
+    with one already started, this does nothing.
+    """
+    held = _EARLY.get()
+    if held is None or held:
+        return
+    try:
+        held.append(_spawn())
+    except OSError:
+        pass  # the scan starts its own (or scans in the push's thread)
+
+
 class WorkerScan:
     """The scan of `files` ((rel, location, size)) by one worker and, at the end, us."""
 
@@ -116,11 +183,8 @@ class WorkerScan:
                 for index, (rel, _location, _size) in enumerate(self.files)}
 
     def _start(self) -> subprocess.Popen[bytes]:
-        import subprocess
-
-        proc = subprocess.Popen([sys.executable, "-m", "roam_core.secretscan.worker"],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, env=worker_env())
+        held = _EARLY.get()
+        proc = held.pop() if held else _spawn()  # `pop`: atomic, taken once
         self._started(proc)
         return proc
 
@@ -187,7 +251,10 @@ class WorkerScan:
 
 def _worker(source: IO[bytes], sink: IO[bytes]) -> None:
     """Scan the files read from `source` in order, reporting each batch's findings on `sink`."""
-    literals, extra, allowed, files, batch_files, batch_bytes = pickle.load(source)
+    try:
+        literals, extra, allowed, files, batch_files, batch_bytes = pickle.load(source)
+    except EOFError:
+        return  # started early, then not needed: the push closed our stdin
     scanner = Scanner(literals, extra, allowed)
     batch: list[Found] = []
     scanned = 0
