@@ -40,7 +40,7 @@ LOCAL_STORERS = 2
 #: On a remote store: five packs of incompressible data, more of text. Elsewhere three packs,
 #: as before the stages were split. (32 MiB took a 100,000-file first push's peak from 214
 #: to 187 MiB, the packs held at the scan's gate being its largest part, but stalled the
-#: packing: first pushes of 20,000 files took 28-79 s against 22-45; docs/benchmarks.md.)
+#: packing: first pushes of 20,000 files took 27-79 s against 22-45; docs/benchmarks.md.)
 REMOTE_PACK_BYTES = 80 * 1024 * 1024
 LOCAL_PACK_BYTES = 48 * 1024 * 1024
 #: Chunks shorter than this are copied into a buffer of their own size before they wait.
