@@ -10,16 +10,16 @@ needs them.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import threading
 from collections.abc import Callable, Mapping
 from typing import BinaryIO
 
-from roam_core import crypto, libc
+from roam_core import crypto
 from roam_core.store import codec
 from roam_core.store.catalog import KnownBlobs
 from roam_core.store.gate import UploadGate
+from roam_core.store.malloc import map_large_buffers, release_free_memory
 from roam_core.store.manifest import BlobRef
 from roam_core.store.objects import CHUNK_SIZE, PACK_TARGET, pack_key
 from roam_core.store.pipeline import PackStages
@@ -45,32 +45,6 @@ REMOTE_PACK_BYTES = 80 * 1024 * 1024
 LOCAL_PACK_BYTES = 48 * 1024 * 1024
 #: Chunks shorter than this are copied into a buffer of their own size before they wait.
 SMALL_CHUNK = 1024 * 1024
-#: Buffers of this size or more get pages of their own, handed back when freed (glibc's
-#: `M_MMAP_THRESHOLD`). Left to itself glibc raises the threshold to the largest such buffer
-#: freed (up to 32 MiB), so after the first pack every pack, sealed blob and read buffer is
-#: carved from a heap or a thread's arena, whose freed pages stay resident: a 100,000-file
-#: first push peaked at 236 MiB with the threshold moving, 211 with it fixed (issue 22).
-MMAP_THRESHOLD = 256 * 1024
-_M_MMAP_THRESHOLD = -3  # mallopt's parameter number (malloc.h)
-
-
-def release_free_memory() -> None:
-    """Hand freed heap pages back to the system (glibc `malloc_trim`; elsewhere nothing).
-
-    Packs are sealed in worker threads, each with its own allocator arena; without this,
-    the pages of packs already stored stay resident for the whole push.
-    """
-    trim = libc.function("malloc_trim", "c_size_t")
-    if trim is not None:
-        trim(0)
-
-
-@functools.cache
-def map_large_buffers() -> None:
-    """Fix glibc's mmap threshold at `MMAP_THRESHOLD`, once per process (elsewhere nothing)."""
-    mallopt = libc.function("mallopt", "c_int", "c_int")
-    if mallopt is not None:
-        mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
 
 
 class Packer:

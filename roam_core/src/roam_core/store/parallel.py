@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from roam_core.storage import Backend
+from roam_core.store.malloc import map_large_buffers
 
 #: Small objects read at once from a remote store (trees, indexes); the S3 client pools as
 #: many connections. Each read is a round trip spent waiting, not working, so the time to
@@ -41,6 +42,7 @@ class ParallelReads:
         if self.workers == 1 or len(items) < 2:
             return [read(item) for item in items]
         if self._pool is None:
+            map_large_buffers()  # a tree pack read whole must not stay in a thread's arena
             self._pool = ThreadPoolExecutor(self.workers, "roam-reads")
         futures = [self._pool.submit(contextvars.copy_context().run, read, item)
                    for item in items]

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from roam_core.store.malloc import map_large_buffers, release_free_memory
 from roam_core.store.manifest import BlobRef
 from roam_core.store.objects import CHUNK_SIZE, PACK_TARGET
 
@@ -123,6 +124,7 @@ class SpanReader:
                 future.set_result(self._read(span))
             else:
                 if self._pool is None:
+                    map_large_buffers()  # else each reader's arena keeps freed spans
                     self._pool = ThreadPoolExecutor(self._workers, "roam-spans")
                 future = self._pool.submit(contextvars.copy_context().run, self._read, span)
             self._ahead.append((span, future))
@@ -137,6 +139,10 @@ class SpanReader:
                 span, future = self._ahead.popleft()
                 results = future.result()
                 self._held -= span.size
+                if self._pool is not None:
+                    # the spans taken before were decoded in the readers' arenas, which keep
+                    # the pages of their small blobs once freed: eight readers, eight spans
+                    release_free_memory()
                 self._fill()  # the next reads start before this span's blobs are used
                 yield from zip(span.refs, results, strict=True)
         finally:
