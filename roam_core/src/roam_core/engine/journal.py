@@ -103,15 +103,16 @@ class Op:
     expect: list[int] | None = None  # stat signature the target had at planning; None = absent
     original_sha: str | None = None
     source: Callable[[], Iterator[bytes]] | None = field(default=None, repr=False)
-    temp: str | None = None
     backup: str | None = None
-    #: the missing folder this new file arrives in with its whole staged tree, if any
+    #: the missing folder this new file arrives in with its whole staged tree, if any (the
+    #: install's own key of `staged`: one string per folder, not one per file)
     folder: str | None = None
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self, temp: str | None) -> dict[str, Any]:
+        """The op as the journal names it, with its temp path (`Install.temp`)."""
         return {"rel": self.rel, "action": self.action, "sha256": self.sha256,
                 "mode": self.mode, "had_original": self.expect is not None,
-                "original_sha": self.original_sha, "temp": self.temp, "backup": self.backup}
+                "original_sha": self.original_sha, "temp": temp, "backup": self.backup}
 
 
 def _stamp() -> str:
@@ -128,11 +129,13 @@ def _then(first: list[bytes], rest: Iterator[bytes]) -> Iterator[bytes]:
     yield from rest
 
 
-def _encoded_ops(ops: list[Op], batch: int = 1024) -> Iterator[bytes]:
+def _encoded_ops(ops: list[Op], temp: Callable[[int], str | None],
+                 batch: int = 1024) -> Iterator[bytes]:
     """The journal's ops as a JSON list, then the journal's closing brace, in pieces."""
     yield b"["
     for start in range(0, len(ops), batch):
-        text = ", ".join(json.dumps(op.as_json()) for op in ops[start:start + batch])
+        text = ", ".join(json.dumps(ops[index].as_json(temp(index)))
+                         for index in range(start, min(start + batch, len(ops))))
         yield (text if not start else ", " + text).encode()
     yield b"]}"
 
@@ -215,6 +218,20 @@ class Install:
         self._ops_at: int | None = None
         self._checked_dirs: set[str] = set()
 
+    def temp(self, index: int) -> str | None:
+        """Where op `index` stages its new content (None: a delete stages nothing).
+
+        Made from the op's index each time it is needed, never held: 100,000 paths of
+        ~130 bytes were the biggest part of a pull's ops (issue 22).
+        """
+        op = self.ops[index]
+        if op.action != "write":
+            return None
+        if op.folder is not None:
+            return self.staged[op.folder] + op.rel[len(op.folder):]
+        return os.path.join(self.root, os.path.dirname(op.rel),
+                            f"{TEMP_PREFIX}{self.stamp}-{index}")
+
     def _journal(self, phase: str) -> None:
         """Write the journal for `phase`; its ops (the bulk, the same in both phases) last.
 
@@ -226,7 +243,8 @@ class Install:
                 "created_dirs": self.created_dirs, "staged": self.staged}
         head = f'{json.dumps(data)[:-1]}, "ops": '.encode()
         path = self.state_dir / JOURNAL
-        ops = _encoded_ops(self.ops) if self._ops_at is None else _tail(path, self._ops_at)
+        ops = _encoded_ops(self.ops, self.temp) if self._ops_at is None \
+            else _tail(path, self._ops_at)
         write_atomic(path, itertools.chain((head,), ops))
         self._ops_at = len(head)
 
@@ -244,21 +262,18 @@ class Install:
         root = str(self.root)
         # a file this install deletes is no folder in the way: it is gone before any write
         missing: set[str] = {op.rel for op in self.ops if op.action == "delete"}
+        # the folder's own string, not a copy per file: `_missing_folder` makes a new one
+        folders: dict[str, str] = {}
         for index, op in enumerate(self.ops):
             folder = _missing_folder(root, op.rel, self._checked_dirs, missing) \
                 if op.action == "write" and op.expect is None else None
-            if folder is None:
-                op.temp = os.path.join(root, os.path.dirname(op.rel),
-                                       f"{TEMP_PREFIX}{self.stamp}-{index}")
-            else:
+            if folder is not None:
                 # a folder that is not there yet is staged whole under a temp name and
                 # renamed into place once: its files never need a rename of their own
-                staged = self.staged.get(folder)
-                if staged is None:
-                    staged = self.staged[folder] = os.path.join(
+                if folder not in self.staged:
+                    self.staged[folder] = os.path.join(
                         root, os.path.dirname(folder), f"{TEMP_PREFIX}{self.stamp}-d{index}")
-                op.temp = staged + op.rel[len(folder):]
-                op.folder = folder
+                op.folder = folders.setdefault(folder, folder)
             if op.expect is not None:
                 op.backup = str(self.backup_dir / op.rel)
         try:  # a failed journal write is rolled back like any other step
@@ -272,19 +287,22 @@ class Install:
             placed: set[str] = set()
             # deletes first: a file that becomes a folder, or a folder that becomes a file,
             # needs the old shape gone before the new one can take its place
-            order = sorted(self.ops, key=lambda op: op.action != "delete")
-            for number, op in enumerate(order):
-                if op.action != "delete" and (not number or order[number - 1].action == "delete"):
-                    self._prune_emptied(order)
+            deletes = [index for index, op in enumerate(self.ops) if op.action == "delete"]
+            order = itertools.chain(deletes, (index for index, op in enumerate(self.ops)
+                                              if op.action != "delete"))
+            for number, index in enumerate(order):
+                op = self.ops[index]
+                if number == len(deletes):
+                    self._prune_emptied(self.ops)
                 if op.folder is None:
-                    self._apply(op)
+                    self._apply(op, self.temp(index))
                 elif op.folder not in placed:
                     self._place(op.folder)
                     placed.add(op.folder)
                 if self._kills:
                     kill_point(f"journal:op:{number}")
-            if order and order[-1].action == "delete":
-                self._prune_emptied(order)
+            if len(deletes) == len(self.ops):
+                self._prune_emptied(self.ops)
             syncfs(self.root)
             kill_point("journal:installed")
             # the commit point: the state naming this install is committed (one transaction)
@@ -316,7 +334,8 @@ class Install:
             phase = json.loads((self.state_dir / JOURNAL).read_text())["phase"]
         except (OSError, ValueError, KeyError):
             phase = "installing"
-        return {"phase": phase, "ops": [op.as_json() for op in self.ops],
+        return {"phase": phase,
+                "ops": [op.as_json(self.temp(index)) for index, op in enumerate(self.ops)],
                 "created_dirs": self.created_dirs, "backup_dir": str(self.backup_dir),
                 "staged": self.staged}
 
@@ -333,7 +352,7 @@ class Install:
         # with kill points armed each file is written before its point, as a test expects
         writers = None if self._kills else TempWriters()
         try:
-            for op in self.ops:
+            for index, op in enumerate(self.ops):
                 if op.expect is not None or op.action != "write":
                     _check_target(self.root, op)
                 # a new file is not looked for: installing it fails if anything is there
@@ -342,7 +361,8 @@ class Install:
                         _safe_parent(self.root, op.rel, self.created_dirs, self._checked_dirs)
                     else:
                         self._staged_parent(op)
-                    written = self._write_temp(op, prefetch.next_content(), writers)
+                    written = self._write_temp(op, self.temp(index), prefetch.next_content(),
+                                               writers)
                     if self.progress is not None:
                         self.progress.advance(written, files=1)
                 if op.backup is not None:
@@ -361,13 +381,14 @@ class Install:
             if writers is not None:
                 writers.close()  # every temp queued is on disk before any rollback looks
 
-    def _write_temp(self, op: Op, content: Content, writers: TempWriters | None) -> int:
+    def _write_temp(self, op: Op, temp: str | None, content: Content,
+                    writers: TempWriters | None) -> int:
         """Write `op`'s temp file, or hand it whole to `writers` when it is small.
 
         Its content is checked against the op's digest before it is handed over: a file
         that does not match is never written.
         """
-        assert op.temp is not None
+        assert temp is not None
         # created with its final mode when the umask leaves that intact (one call less)
         exact = op.mode & self._umask == 0
         create_mode, final_mode = (op.mode, None) if exact else (0o600, op.mode)
@@ -379,16 +400,16 @@ class Install:
             held += len(chunk)
             if writers is None or held > SMALL_FILE:
                 # large (or no writers): streamed into the file as it arrives
-                written = write_file(op.temp, create_mode, final_mode,
+                written = write_file(temp, create_mode, final_mode,
                                      _then(chunks, streamed))
                 break
         else:
             written = held
             if content.digest == op.sha256 and writers is not None:
-                writers.add(op.temp, create_mode, final_mode, chunks)
+                writers.add(temp, create_mode, final_mode, chunks)
                 return written
             if content.digest == op.sha256:
-                write_file(op.temp, create_mode, final_mode, chunks)
+                write_file(temp, create_mode, final_mode, chunks)
         if content.digest != op.sha256:
             raise UserError(f"content for {op.rel} did not match its digest; nothing "
                             "installed")
@@ -396,7 +417,7 @@ class Install:
 
     def _staged_parent(self, op: Op) -> None:
         """Make the folders of a staged file inside its temp tree (ours: nothing to check)."""
-        assert op.folder is not None and op.temp is not None
+        assert op.folder is not None
         inner = op.rel[len(op.folder):].split("/")[1:-1]
         for depth in range(len(inner) + 1):
             rel = "/".join([op.folder, *inner[:depth]])
@@ -442,20 +463,20 @@ class Install:
             raise UserError(f"{folder} changed while installing (it appeared); nothing was "
                             "installed") from None
 
-    def _apply(self, op: Op) -> None:
+    def _apply(self, op: Op, temp: str | None) -> None:
         target = os.path.join(self.root, op.rel)
         if op.action == "write" and op.expect is None:
-            assert op.temp is not None
+            assert temp is not None
             try:
-                rename_noreplace(op.temp, target)
+                rename_noreplace(temp, target)
             except FileExistsError:
                 raise UserError(f"{op.rel} changed while installing (it appeared); nothing "
                                 "was installed") from None
             return
         _check_target(self.root, op)
         if op.action == "write":
-            assert op.temp is not None
-            os.replace(op.temp, target)
+            assert temp is not None
+            os.replace(temp, target)
         else:
             os.unlink(target)
 
