@@ -10,7 +10,8 @@ into a local repository (once; kept under `--work`). `ab` alternates `roam pull 
 into a fresh home with `restic restore` into a fresh folder and prints, per run, wall time,
 processor time (user + system, from `wait4`) and peak RSS, then the medians and the load
 average; `--other DIR` adds a third tool: the same roam command with `PYTHONPATH` set to
-another checkout's packages (an A/B of two versions of roam). `phases` runs one pull
+another checkout's packages (an A/B of two versions of roam), `--no-restic` leaves restic
+out. `phases` runs one pull
 in-process, timing its phases (manifest load, plan, journal, staging, sync, renames, state
 save) by wall and by the process's processor time, and with `--profile` writes a cProfile
 of it. Nothing is synced or dropped between runs except an untimed `sync` before each.
@@ -19,8 +20,8 @@ of it. Nothing is synced or dropped between runs except an untimed `sync` before
 from __future__ import annotations
 
 import argparse
-import cProfile
 import contextlib
+import cProfile
 import json
 import os
 import shutil
@@ -34,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import homes
-from tools import ARCHIVE_KEY, RESTIC_PASSWORD, REPO, Trash, _clean_env, compile_roam
+from tools import ARCHIVE_KEY, RESTIC_PASSWORD, Trash, _clean_env, compile_roam
 
 _LAUNCHER = """
 import os, subprocess, sys, time
@@ -121,7 +122,7 @@ def fresh_device(work: Path, trash: Trash, device: str = "device-b") -> Path:
     return other
 
 
-def ab(work: Path, runs: int, other: Path | None) -> None:
+def ab(work: Path, runs: int, other: Path | None, restic: bool = True) -> None:
     """Alternate roam pull (this checkout, and `other` when given) with restic restore."""
     trash = Trash(work / f"trash-{os.getpid()}")
     tools: dict[str, Callable[[], tuple[float, float, float]]] = {}
@@ -150,7 +151,8 @@ def ab(work: Path, runs: int, other: Path | None) -> None:
     if other is not None:
         tools["roam-other"] = roam_pull(os.pathsep.join(
             str(p) for p in sorted(other.glob("roam_*/src"))))
-    tools["restic"] = restore
+    if restic:
+        tools["restic"] = restore
     results: dict[str, list[tuple[float, float, float]]] = {name: [] for name in tools}
     load_before = os.getloadavg()
     names = list(tools)
@@ -270,13 +272,14 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--other", type=Path, help="another checkout of roam to compare")
     parser.add_argument("--profile", type=Path, help="write a cProfile of the pull here")
+    parser.add_argument("--no-restic", action="store_true", help="ab: roam only")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     if args.action == "setup":
         compile_roam()
         setup(args.work, args.home, args.files)
     elif args.action == "ab":
-        ab(args.work, args.runs, args.other)
+        ab(args.work, args.runs, args.other, not args.no_restic)
     else:
         phases(args.work, args.profile)
     return 0
