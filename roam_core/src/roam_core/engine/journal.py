@@ -352,12 +352,6 @@ class Install:
         # with kill points armed each file is written before its point, as a test expects
         writers = None if self._kills else TempWriters()
         try:
-            # the staged trees' folders first, in one pass: made between the files, each
-            # mkdir waited for the writer threads creating files in the same folder (6 s of
-            # 3,035 mkdirs on the install's thread for `large` on a loaded machine)
-            for op in self.ops:
-                if op.action == "write" and op.folder is not None:
-                    self._staged_parent(op)
             for index, op in enumerate(self.ops):
                 if op.expect is not None or op.action != "write":
                     _check_target(self.root, op)
@@ -365,6 +359,8 @@ class Install:
                 if op.action == "write":
                     if op.folder is None:
                         _safe_parent(self.root, op.rel, self.created_dirs, self._checked_dirs)
+                    else:
+                        self._staged_parent(op)
                     written = self._write_temp(op, self.temp(index), prefetch.next_content(),
                                                writers)
                     if self.progress is not None:
@@ -422,8 +418,6 @@ class Install:
     def _staged_parent(self, op: Op) -> None:
         """Make the folders of a staged file inside its temp tree (ours: nothing to check)."""
         assert op.folder is not None
-        if op.rel.rpartition("/")[0] in self._made:
-            return  # its folder, and so every one above it, is made
         inner = op.rel[len(op.folder):].split("/")[1:-1]
         for depth in range(len(inner) + 1):
             rel = "/".join([op.folder, *inner[:depth]])
