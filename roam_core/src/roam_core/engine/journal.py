@@ -58,7 +58,12 @@ if TYPE_CHECKING:
 def kill_point(name: str) -> None:
     """Crash-injection hook for tests: SIGKILL (or `ROAM_TEST_KILL_SIGNAL`) at the named step."""
     if os.environ.get(KILL_ENV) == name:
-        os.kill(os.getpid(), getattr(signal, os.environ.get(KILL_SIGNAL_ENV, "SIGKILL")))
+        sent = getattr(signal, os.environ.get(KILL_SIGNAL_ENV, "SIGKILL"))
+        if sent == signal.SIGINT and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+            # a shell without job control starts background commands with SIGINT ignored
+            # (a CI script run with `&`); a terminal's Ctrl-C, which this stands for, is not
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        os.kill(os.getpid(), sent)
 
 
 def _per_file_kills() -> bool:
