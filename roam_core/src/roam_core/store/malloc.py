@@ -4,9 +4,11 @@ glibc serves an allocation above its mmap threshold with pages of its own, unmap
 free, but left to itself it raises that threshold to the largest such buffer freed (up to
 32 MiB). After the first pack every pack, sealed blob and read buffer is then carved from
 a heap or from the arena of whichever thread asked, and each arena keeps the pages it freed
-resident: a 100,000-file first push peaked at 236 MiB with the threshold moving, 211 with
-it fixed, and an S3 pull (eight span readers, whole-pack spans) peaked 25-30% higher
-(issue 22, docs/benchmarks.md). Elsewhere than glibc both calls do nothing.
+resident: an S3 pull (eight span readers, whole-pack spans) peaked 25-30% higher with the
+threshold moving (issue 22, docs/benchmarks.md). The packer does not fix it (a fresh zeroed
+mapping per chunk and pack buffer cost a first push a quarter more processor time); it only
+calls `release_free_memory` after each pack (docs/decisions.md). Elsewhere than glibc both
+calls do nothing.
 """
 
 from __future__ import annotations
