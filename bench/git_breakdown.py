@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import homes
 from measure import Sample
 from netproxy import LatencyProxy, git_operation, latency_proxy, summarize
+from procwatch import ProcWatch, label
 from tools import Roam
 
 #: New small files of the incremental push, and the folder they go to.
@@ -57,6 +58,42 @@ def git_times(trace: Path) -> tuple[dict[str, float], Counter[str]]:
             seconds[key] += event["t_abs"]
             counts[key] += 1
     return seconds, counts
+
+
+def timeline(trace: Path, stamp: float) -> list[tuple[float, float, str]]:
+    """(start after `stamp`, wall, name) of each top-level git command, from trace2."""
+    from datetime import datetime
+
+    starts: dict[str, float] = {}
+    names: dict[str, str] = {}
+    out = []
+    if not trace.exists():
+        return out
+    for line in trace.read_text().splitlines():
+        event = json.loads(line)
+        sid = event.get("sid", "")
+        if "/" in sid:
+            continue
+        if event["event"] == "start":
+            starts[sid] = datetime.fromisoformat(
+                event["time"].replace("Z", "+00:00")).timestamp() - stamp
+        elif event["event"] == "cmd_name":
+            names[sid] = event["name"]
+        elif event["event"] == "exit":
+            out.append((starts.get(sid, 0.0), event["t_abs"], names.get(sid, "?")))
+    return sorted(out)
+
+
+def server_pid(marker: str) -> int | None:
+    """The smart-HTTP server serving `marker`."""
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            found = cmdline.read_bytes()
+        except OSError:
+            continue
+        if b"git_remotes.py" in found and marker.encode() in found:
+            return int(cmdline.parent.name)
+    return None
 
 
 def server_cpu(marker: str) -> float:
@@ -89,9 +126,12 @@ class Steps:
         roam.env["GIT_TRACE2_EVENT"] = str(self.trace)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         server_before = server_cpu(str(self.work))
+        watch = ProcWatch().start()
         started = time.monotonic()
+        stamp = time.time()
         sample = roam(*args)
         wall = time.monotonic() - started
+        watch.stop()
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
         server = server_cpu(str(self.work)) - server_before
@@ -110,7 +150,32 @@ class Steps:
         top = [key for key in seconds if not key.startswith(" ")]
         print(f"   git top-level total {sum(seconds[k] for k in top):.2f}s in "
               f"{sum(counts[k] for k in top)} processes", flush=True)
+        for at, took, name in timeline(self.trace, stamp):
+            if took >= 0.05:
+                print(f"   at {at:6.2f}s  {took:6.2f}s  {name}")
+        self.per_process(watch)
         return sample
+
+    def per_process(self, watch: ProcWatch) -> None:
+        """Processor time and VmHWM per program, on roam's side and on the server's."""
+        server = server_pid(str(self.work))
+        served = {p.pid for p in watch.under(server)} if server else set()
+        sides: dict[str, dict[str, list[float]]] = {"roam": {}, "server": {}}
+        for proc in [*watch.under(os.getpid()), *(p for p in watch.under(server or 0)
+                                                   if p.pid in served)]:
+            side = sides["server" if proc.pid in served else "roam"]
+            row = side.setdefault(label(proc), [0, 0.0, 0.0, 0.0])
+            row[0] += 1
+            row[1] += proc.cpu
+            row[2] = max(row[2], proc.hwm_mib)
+            row[3] = max(row[3], proc.anon_mib)
+        for name, side in sides.items():
+            total = sum(row[1] for row in side.values())
+            print(f"   {name} side: {total:.2f}s processor (sampled)")
+            for prog, (n, cpu, hwm, anon) in sorted(side.items(), key=lambda kv: -kv[1][1]):
+                if cpu >= 0.02 or hwm >= 50:
+                    print(f"     {prog:<24} x{n:<4} cpu {cpu:6.2f}s  VmHWM {hwm:7.1f} MiB"
+                          f"  (anonymous, sampled {anon:6.1f} MiB)")
 
 
 def main() -> int:

@@ -4,9 +4,12 @@ A pull reads every pack object of the store; through `git cat-file blob` that wa
 and one pipe per object (71 processes and 371 MiB piped for the benchmark's `large` home).
 roam's objects sit in the mirror whole: the pushing device wrote them undeltified at zlib level
 0 (staging.py) and git's `pack-objects` copies such entries as they are into every fetch. So
-the reader maps the pack, finds the object through the pack's version-2 index and inflates
-its entry. Anything else (a delta, a loose object, an index of another version, a pack gc just
-removed) answers None and the caller asks git, so a host's own repack stays readable.
+the reader finds the object through the pack's version-2 index (mapped: 28 bytes an object)
+and reads and inflates its entry with `pread`. The pack itself is not mapped: every page of a
+mapping a pull touched stayed in roam's resident set, so reading the large home's 375 MiB pack
+raised the pull's peak from 255 to 623 MiB (tests/backend_git/test_git_memory.py).
+Anything else (a delta, a loose object, an index of another version, a pack gc just removed)
+answers None and the caller asks git, so a host's own repack stays readable.
 
 The bytes are not re-hashed: roam authenticates every object it reads (AEAD), as
 `git cat-file` does not re-hash either.
@@ -17,6 +20,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import mmap
+import os
 import threading
 import zlib
 from pathlib import Path
@@ -25,10 +29,12 @@ from pathlib import Path
 BLOB = 3
 _IDX_MAGIC = b"\xfftOc\x00\x00\x00\x02"
 _NAMES = 8 + 256 * 4  # where the sorted object ids start in a version-2 index
+#: An entry's header: a type and a size of up to 64 bits, 7 bits a byte after the first 4.
+_HEADER_MAX = 10
 
 
 class _Pack:
-    """One pack and its index, both mapped read-only."""
+    """One pack, open for `pread`, and its index, mapped read-only."""
 
     def __init__(self, idx_path: Path) -> None:
         self.idx_path = idx_path
@@ -38,12 +44,17 @@ class _Pack:
             if self.idx[:8] != _IDX_MAGIC:
                 raise ValueError("not a version-2 pack index")
             self.count = int.from_bytes(self.idx[_NAMES - 4:_NAMES], "big")
-            with open(idx_path.with_suffix(".pack"), "rb") as handle:
-                self.pack = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+            self.fd = os.open(idx_path.with_suffix(".pack"), os.O_RDONLY | os.O_CLOEXEC)
         except BaseException:
             self.idx.close()
             raise
+        self.size = os.fstat(self.fd).st_size
         self.names = _Names(self.idx, self.count)
+        # a read holds the descriptor open: closed under a read, its number could be reused
+        # by another file before the `pread`
+        self._guard = threading.Lock()
+        self._readers = 0
+        self._closed = False
 
     def offset(self, name: bytes) -> int | None:
         """Where object `name` starts in the pack, or None when this pack lacks it."""
@@ -62,32 +73,56 @@ class _Pack:
 
     def blob(self, offset: int) -> bytes | None:
         """The whole blob stored at `offset`, or None when the entry is anything else."""
-        pack = self.pack
-        byte = pack[offset]
-        kind, size, shift = (byte >> 4) & 7, byte & 0x0F, 4
-        offset += 1
+        with self._guard:
+            if self._closed:
+                raise ValueError("pack closed")
+            self._readers += 1
+        try:
+            return self._blob(offset)
+        finally:
+            with self._guard:
+                self._readers -= 1
+                if self._closed and not self._readers:
+                    os.close(self.fd)
+
+    def _blob(self, offset: int) -> bytes | None:
+        head = os.pread(self.fd, _HEADER_MAX, offset)
+        if not head:
+            return None
+        byte = head[0]
+        kind, size, shift, at = (byte >> 4) & 7, byte & 0x0F, 4, 1
         while byte & 0x80:
-            byte = pack[offset]
+            byte = head[at]  # IndexError past the longest header: a damaged pack
             size |= (byte & 0x7F) << shift
             shift += 7
-            offset += 1
+            at += 1
         if kind != BLOB:
             return None
+        offset += at
         inflater = zlib.decompressobj()
         # a stored (level-0) stream is the data plus 5 bytes per block: read a little more
         # than the data at once, and on until the stream ends (a deflated one is shorter)
         step = size + size // 256 + 64
         parts = []
-        while not inflater.eof and offset < len(pack):
-            parts.append(inflater.decompress(pack[offset:offset + step]))
-            offset += step
+        while not inflater.eof and offset < self.size:
+            chunk = os.pread(self.fd, step, offset)
+            if not chunk:
+                break
+            parts.append(inflater.decompress(chunk))
+            offset += len(chunk)
         data = b"".join(parts)
         if not inflater.eof or len(data) != size:
             return None
         return data
 
     def close(self) -> None:
-        self.pack.close()
+        with self._guard:
+            if self._closed:
+                return
+            self._closed = True
+            idle = not self._readers
+        if idle:
+            os.close(self.fd)
         self.idx.close()
 
 
@@ -129,7 +164,7 @@ class PackReader:
                     offset = pack.offset(name)
                     if offset is not None:
                         return pack.blob(offset)
-                except (ValueError, IndexError, zlib.error):
+                except (OSError, ValueError, IndexError, zlib.error):
                     return None  # a damaged or unexpected pack: git says what is wrong
         return None
 

@@ -29,9 +29,14 @@ from roam_core.plugin import deadline as _deadline
 #: and on a 371 MiB first push they cost minutes (deflating loose objects in `hash-object`,
 #: a delta search and a level-6 deflate in the push's `pack-objects`). Level 0 stores the
 #: bytes as they are; a window of 0 turns the delta search off.
+#: And packs mapped in windows of 16 MiB, at most 32 MiB at once: git's default (1 GiB windows,
+#: 8 GiB in all) maps a push's whole pack, and every page `pack-objects` copied stayed
+#: resident: the large home's first push peaked at 379 MiB in `pack-objects` alone, its own
+#: memory 0.5 MiB (tests/backend_git/test_git_memory.py).
 BASE_CONFIG = ("gc.auto=0", "maintenance.auto=false", "core.pager=cat",
                "commit.gpgSign=false", "push.gpgSign=false", "credential.interactive=false",
-               f"core.hooksPath={os.devnull}", "core.compression=0", "pack.window=0")
+               f"core.hooksPath={os.devnull}", "core.compression=0", "pack.window=0",
+               "core.packedGitWindowSize=16m", "core.packedGitLimit=32m")
 #: Transfers slower than 1 byte/s for a minute are dead (covers a stalled https stream).
 NETWORK_CONFIG = ("http.lowSpeedLimit=1", "http.lowSpeedTime=60")
 
