@@ -85,6 +85,33 @@ def test_the_compiled_run_search_finds_the_same_runs(seed: int, minimum: int) ->
         assert expected, "no run: the comparison proves nothing"
 
 
+#: Pieces the one-pass candidate search treats specially, glued at random.
+_PIECES = [b"PRIVATE KEY", b"PRIVATE", b" KEY", b"PRIVATE\tKEY", b"://", b":/", b"//",
+           b"-----BEGIN ", b"x" * 14, b"y" * 15, b"\x00", b"\xff\xc3", b"\x1c", b"a=b "]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_one_pass_candidate_search_finds_what_three_passes_find(seed: int) -> None:
+    """RE2's one program (`compiled_cores`): the runs, the URL runs and the key block.
+
+    Many short texts, each compared on its own: one key block found in a long text would
+    hide another one missed.
+    """
+    assert regions.compiled_cores() is not None
+    rng = random.Random(seed)
+    kinds = set()
+    for _ in range(400):
+        data = b"".join(rng.choice(_PIECES) if rng.random() < 0.3
+                        else bytes([rng.choice(_ALPHABET)]) for _ in range(rng.randint(0, 60)))
+        flags = regions.flags_of(data)
+        expected = None if regions.KEY_BLOCK in data else sorted(
+            {*regions.int_runs(data, TOKEN_RUN, flags), *regions.url_runs(data, flags)})
+        found = regions.cores(data)
+        assert (sorted(set(found)) if found is not None else None) == expected, data
+        kinds.add("block" if expected is None else "runs" if expected else "none")
+    assert kinds == {"block", "runs", "none"}, "a kind never met proves nothing"
+
+
 def test_long_runs_are_the_maximal_runs_of_ten_or_more(run_search: str) -> None:
     text = b"short words only\nabcdefghij x abcdefghi\tlonger-than-ten-chars\n" + b"z" * 10
     assert [text[s:e] for s, e in long_runs(text)] == [b"abcdefghij",

@@ -173,6 +173,19 @@ class _PlainView(Sequence[tuple[str, str, int]]):
         item = self._files[self._indexes[index]]
         return item.rel, item.location, item.size
 
+    def __iter__(self) -> Iterator[tuple[str, str, int]]:
+        # straight from the columns: a record made per file cost the scan ~1.5 µs a file of
+        # the push's interpreter lock, twice (its worker's work, its findings by path)
+        files = self._files
+        rels, numbers, whole, home = files.rels, files._numbers, files._whole, files._home
+        for index in self._indexes:
+            item = whole.get(index)
+            if item is not None:
+                yield item.rel, item.location, item.size
+            else:
+                rel = rels[index]
+                yield rel, f"{home}{rel}", numbers[index * _NUMBERS]
+
 
 class NewManifest(Mapping[str, FileEntry]):
     """A new generation's entries: those kept as they were, and the files sent as rows.

@@ -425,12 +425,17 @@ def scan_outgoing(session: Session, to_send: Sequence[LocalFile], host_keys: tup
     findings: list[Finding] = []
     redact = session.core.redact_memories
     pooled = _scan_pooled(scanner, to_send, handover, result)
-    for item in to_send:
-        if item.rel in pooled:
-            found = pooled[item.rel]
+    # by path first: an `Outgoing` makes a file's record only when it is read, and the
+    # pooled files (all but the configs, beside the packing) need none
+    rels = to_send.rels if isinstance(to_send, Outgoing) else [item.rel for item in to_send]
+    for index, rel in enumerate(rels):
+        item: LocalFile | None = None
+        if rel in pooled:
+            found = pooled[rel]
             if found is None:
                 continue  # vanished: the upload loop notices too
         else:
+            item = to_send[index]
             try:
                 if item.is_config or item.redacted is not None:
                     with item.open_content(host_keys) as handle:
@@ -440,7 +445,7 @@ def scan_outgoing(session: Session, to_send: Sequence[LocalFile], host_keys: tup
             except FileNotFoundError:
                 continue
         result.scanned += 1
-        if found and redact and not item.is_config:
+        if found and redact and not (item := item or to_send[index]).is_config:
             from roam_core.secretscan.memories import redact_memory
 
             try:

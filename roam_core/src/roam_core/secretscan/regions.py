@@ -4,12 +4,9 @@ Running every rule over every byte costs about 10 MB/s in Python, and almost eve
 ordinary file is prose or code no rule can match. Every push rule's match holds one of:
 
 * a run of `TOKEN_RUN` or more non-space bytes (tokens, keys, literal secrets, the
-  20-character token after `bearer` or "my API key is"): found by RE2 (google-re2, a
-  linear-time DFA: one pass in C, `compiled_runs`), or where it cannot be imported by one
-  `translate` and three big-integer operations (`int_runs`), so a file without such runs
-  costs one or a few passes at memory speed;
+  20-character token after `bearer` or "my API key is");
 * `://` (`ftp://u:pw@`, `redis://:pw@`, a token as a URL's user): its run, whatever its
-  length, found with `bytes.find` (a `memchr` for a slash first: prose has none);
+  length;
 * a separator (`=`, `:`) right after a secret-named key (`secret-assignment`, whose value
   may be as short as 8 characters; `url-secret-query`'s `?sig=abcdef`): every separator is
   found with `memchr` and the key before it is looked at;
@@ -17,6 +14,12 @@ ordinary file is prose or code no rule can match. Every push rule's match holds 
   `bytes.find`;
 * a private-key block (it spans lines and may be cut off) or a user's `redact_patterns`
   expression: the whole text is read then.
+
+The runs and the key block are found in one pass by one RE2 program (google-re2, a
+linear-time DFA in C: `compiled_cores`), or where it cannot be imported by one `translate`
+and three big-integer operations (`int_runs`), a `memchr` for a slash and `bytes.find`s for
+`://` and the key block; so a file without candidates costs one pass, or a few, at memory
+speed.
 
 A window is whole lines with one line of context either side (rules see what they would see
 in the whole text); windows that touch are merged.
@@ -112,6 +115,54 @@ def compiled_runs(minimum: int) -> Any | None:
     options.never_capture = True
     space = b"".join(b"\\x%02x" % byte for byte in _SPACE)
     return re2.compile(b"[^" + space + b"]{%d,}" % minimum, options)
+
+
+#: What makes `windows` read a whole text: a private-key block (it spans lines, may be cut).
+KEY_BLOCK = b"PRIVATE KEY"
+
+
+@functools.lru_cache(maxsize=1)
+def compiled_cores() -> Any | None:
+    """RE2's one program for every candidate a run gives; None without google-re2.
+
+    Three alternatives, in this order (RE2 keeps Perl's leftmost-first choice): a run
+    ending in `PRIVATE` followed by ` KEY` (a key block: the whole text is read), a run
+    holding `://` whatever its length (URL passwords and tokens), a run of `TOKEN_RUN` or
+    more non-space bytes. Each match but the first kind is a whole maximal run, so one pass
+    gives what `long_runs`, `url_runs` and a search for `KEY_BLOCK` gave in three (one of
+    them a `translate` for every text holding a URL), at the same speed per byte.
+    """
+    runs = compiled_runs(TOKEN_RUN)  # the same module and options; None without it
+    if runs is None:
+        return None
+    import re2
+
+    options = re2.Options()
+    options.encoding = re2.Options.Encoding.LATIN1
+    options.never_capture = True
+    run = b"[^" + b"".join(b"\\x%02x" % byte for byte in _SPACE) + b"]"
+    return re2.compile(run + b"*PRIVATE KEY|" + run + b"*://" + run + b"*|"
+                       + run + b"{%d,}" % TOKEN_RUN, options)
+
+
+def cores(data: bytes) -> list[tuple[int, int]] | None:
+    """The runs `windows` starts from; None when `data` holds `KEY_BLOCK` (read it whole).
+
+    Every maximal run of `TOKEN_RUN` or more non-space bytes, and every one holding `://`.
+    """
+    program = compiled_cores()
+    if program is None:
+        if KEY_BLOCK in data:
+            return None
+        flags = flags_of(data)
+        return [*int_runs(data, TOKEN_RUN, flags), *url_runs(data, flags)]
+    found = []
+    for match in program.finditer(data):
+        start, end = match.span()
+        if data.endswith(KEY_BLOCK, start, end):
+            return None  # the first occurrence always ends a match (see `compiled_cores`)
+        found.append((start, end))
+    return found
 
 
 def long_runs(data: bytes, minimum: int = MIN_RUN) -> Iterator[tuple[int, int]]:
@@ -242,20 +293,17 @@ def windows(data: bytes, literals: Iterable[bytes] = (), whole: bool = False
     than `TOKEN_RUN`, or holding white space); `whole` asks for the whole text (a user's
     own expressions).
     """
-    if whole or b"PRIVATE KEY" in data:
+    found_cores = None if whole else cores(data)
+    if found_cores is None:
         return [(0, len(data))] if data else []
-    if compiled_runs(TOKEN_RUN) is None:
-        flags = flags_of(data)
-        cores = [*int_runs(data, TOKEN_RUN, flags), *url_runs(data, flags)]
-    else:
-        cores = [*long_runs(data, TOKEN_RUN), *url_runs(data)]
-    cores += [(at, at + 1) for at in key_separators(data)]
+    found_cores += [(at, at + 1) for at in key_separators(data)]
     for literal in literals:
         at = data.find(literal)
         while at >= 0:
-            cores.append((at, at + len(literal)))
+            found_cores.append((at, at + len(literal)))
             at = data.find(literal, at + 1)
-    found = merge((_line_start(data, start), _line_end(data, end)) for start, end in cores)
+    found = merge((_line_start(data, start), _line_end(data, end))
+                  for start, end in found_cores)
     if sum(end - start for start, end in found) > WHOLE_SHARE * len(data):
         return [(0, len(data))]
     return found
