@@ -141,3 +141,23 @@ def test_could_share(tmp_path: Path, scope_of: Callable[..., ScopeModel]) -> Non
     assert not model.could_share("profiles/w/home")
     assert not model.could_share("hooks")
     assert not model.could_share("../x")
+
+
+def test_walk_hands_files_over_in_rel_order_without_sorting_them_whole(
+        tmp_path: Path, scope_of: Callable[..., ScopeModel]) -> None:
+    """Each folder's names are sorted with a subfolder's as `name/`, so its files come at
+    their place in `rel` order: status merges them with the base rows as they come, and
+    nothing sorts every entry (issue 22). Names here sort just around "/" (0x2F)."""
+    names = ["b-c.md", "b.md", "b/x.md", "b/c/d.md", "b0.md", "b/c.md", "bb/y.md",
+             "b/c-d/e.md", "B.md", "b/+.md", "é.md", "b/c/d/deep.md", "a/b/c/d/e.md"]
+    for name in names:
+        write(tmp_path, f"skills/s/{name}")
+    model = scope_of(tmp_path)
+    rels = [entry.rel for entry in model.walk()]
+    expected = sorted(f"skills/s/{name}" for name in names)
+    assert rels == expected
+    runs = [(prefix, [name for name, _st in run]) for prefix, _base, run in model.walk_runs()]
+    assert [prefix + name for prefix, run in runs for name in run] == expected
+    # one run per stretch of a folder's files between its subfolders, never split further
+    assert ("skills/s/", ["B.md"]) in runs
+    assert ("skills/s/", ["b-c.md", "b.md"]) in runs

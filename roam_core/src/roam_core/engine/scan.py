@@ -12,7 +12,6 @@ import io
 import json
 import os
 import sqlite3
-import stat as stat_module
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -156,9 +155,10 @@ class StatCache:
         conn = self._open()
         if conn is None:
             return
+        get = files.get
         try:
             for rel, size, mtime, ino, ctime, digest in conn.execute("SELECT * FROM stat"):
-                item = files.get(rel)
+                item = get(rel)
                 if item is None:
                     self.stale.append(rel)
                 elif item.signature == [size, mtime, ino, ctime]:
@@ -258,18 +258,21 @@ def list_shared(scope: ScopeModel, projections: Mapping[str, str] | None = None,
     """
     files: dict[str, LocalFile] = {}
     home = f"{scope.root}/"
-    for entry in scope.walk():
-        st = entry.stat
-        if not stat_module.S_ISREG(st.st_mode):
-            continue
-        # `is_config` means "travels as a projection": config.yaml and cron jobs files
-        projected = scope.is_config(entry.rel) or is_jobs_file(entry.rel)
-        mode = st.st_mode & 0o777 if modes is None else modes.get(entry.rel, 0o644)
-        where = home if entry.location == home + entry.rel else entry.location
-        files[entry.rel] = LocalFile(
-            entry.rel, where, st.st_size, mode, stat_signature(st),
-            is_config=projected,
-            base_projection=(projections or {}).get(entry.rel) if projected else None)
+    is_config = scope.is_config
+    projections = projections or {}
+    for prefix, base, run in scope.walk_runs():
+        # a walk's files share their home's path string, unless the folder is not below it
+        where = home if base == home + prefix else None
+        for name, st in run:
+            rel = prefix + name
+            # `is_config` means "travels as a projection": config.yaml and cron jobs files
+            projected = (name == "config.yaml" and is_config(rel)) \
+                or (name == "jobs.json" and is_jobs_file(rel))
+            files[rel] = LocalFile(
+                rel, where or base + name, st.st_size,
+                st.st_mode & 0o777 if modes is None else modes.get(rel, 0o644),
+                [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns],
+                projected, None, projections.get(rel) if projected else None)
     return files
 
 
@@ -288,7 +291,7 @@ def fill_digests(files: dict[str, LocalFile], cache: StatCache,
         cache.prime(files)
     for item in files.values():
         if item.sha256 is None and not item.is_config:  # projections depend on the rules
-            item.sha256 = cache.lookup(item)
+            item.sha256 = item.cached  # what `lookup` answers once primed, without a call
         if item.sha256 is None:
             try:
                 item.sha256 = digest_file(item, host_keys)

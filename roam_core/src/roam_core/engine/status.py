@@ -72,19 +72,23 @@ def _compare(files: dict[str, LocalFile], base: Iterable[tuple[str, str, int]]
     beside the walk's records was a quarter of a full status's memory).
     """
     names = sorted(files)
+    count = len(names)
     added: list[str] = []
     changed: list[str] = []
     gone: list[str] = []
     at = 0
+    skip = inventory.INVENTORY
     for rel, sha, mode in base:
-        if rel == inventory.INVENTORY:
+        if rel == skip:
             continue
-        while at < len(names) and names[at] < rel:
+        while at < count and names[at] < rel:
             added.append(names[at])
             at += 1
-        if at < len(names) and names[at] == rel:
+        if at < count and names[at] == rel:
             item = files[rel]
-            if item.sha256 != sha or synced_mode(item.mode) != synced_mode(mode):
+            # equal modes sync equal: `synced_mode` only for the few that differ on disk
+            if item.sha256 != sha or (item.mode != mode
+                                      and synced_mode(item.mode) != synced_mode(mode)):
                 changed.append(rel)
             at += 1
         else:

@@ -27,6 +27,7 @@ from roam_core.types import Scope, ScopeRule, ScopeRuleSet
 
 if TYPE_CHECKING:
     from roam_core.manager import PluginManager
+    from roam_core.scope.walk import Run
 
 DEFAULT_REASON = "not on the allowlist (unknown paths are never shared)"
 UNSAFE_REASON = "not a safe relative path"
@@ -208,12 +209,15 @@ class ScopeModel:
 
         self.skipped = []
         self.folders = []
-        entries = walk_shared(self.root, self._chain, self.skipped, self.folders)
-        entries.sort(key=lambda entry: entry.rel, reverse=True)
-        # handed over one by one: a caller building its own record per file never holds
-        # every entry beside every record
-        while entries:
-            yield entries.pop()
+        yield from walk_shared(self.root, self._chain, self.skipped, self.folders)
+
+    def walk_runs(self) -> Iterator[Run]:
+        """The same files as `walk`, as runs of one folder's: see `walk.walk_runs`."""
+        from roam_core.scope.walk import walk_runs
+
+        self.skipped = []
+        self.folders = []
+        yield from walk_runs(self.root, self._chain, self.skipped, self.folders)
 
 
 def describe(rule: Rule) -> str:
