@@ -259,6 +259,10 @@ class NewManifest(Mapping[str, FileEntry]):
                          ((self._blob[span].hex(), self._packs[numbers[2]], numbers[3],
                            numbers[4]),))
 
+    def total_size(self) -> int:
+        """The bytes of every entry (the snapshot's total), no entry made for it."""
+        return sum(entry.size for entry in self._entries.values()) + sum(self._numbers[::5])
+
     def __contains__(self, rel: object) -> bool:
         return rel in self._entries or (isinstance(rel, str) and self._at(rel) is not None)
 

@@ -364,8 +364,11 @@ def _push(session: Session, state: LocalState, reads: PushReads, started: float,
             if gate is not None and gate.closed:
                 break  # a finding: read no further
             try:
-                with item.open_content(host_keys) as handle:
-                    sha, size, blob_ids = packer.add_file(handle)
+                if item.is_config or item.redacted is not None:
+                    with item.open_content(host_keys) as handle:
+                        sha, size, blob_ids = packer.add_file(handle)
+                else:  # the file itself (what `open_content` opens), read by descriptor
+                    sha, size, blob_ids = packer.add_path(item.location, item.size)
             except FileNotFoundError:
                 _vanished(result, item.rel)  # deleted between the walk and the read
                 continue
@@ -639,6 +642,13 @@ def _needs(repo: Repository, manifest: Mapping[str, FileEntry], root: str, snaps
     return needs
 
 
+def _total_size(manifest: Mapping[str, FileEntry]) -> int:
+    """The bytes of a generation's files (a push's new rows summed without making entries)."""
+    if isinstance(manifest, NewManifest):
+        return manifest.total_size()
+    return sum(entry.size for entry in manifest.values())
+
+
 def _publish(session: Session, state: LocalState, view: remote_module.RemoteView,
              manifest: Mapping[str, FileEntry], result: PushResult,
              projections: dict[str, str],
@@ -659,7 +669,7 @@ def _publish(session: Session, state: LocalState, view: remote_module.RemoteView
         "hermes_version": hermes_version(), "time": now_iso()})
     snapshot = Snapshot(generation, view.head.snapshot, state.device, now_iso(), root,
                         __version__, hermes_version(), roster, len(manifest),
-                        sum(entry.size for entry in manifest.values()), device_id=state.id)
+                        _total_size(manifest), device_id=state.id)
     snapshot_id = repo.write_snapshot(snapshot)
     kill_point("push:snapshot")
     head = Head(generation, snapshot_id, view.head.store, state.device, snapshot.created)

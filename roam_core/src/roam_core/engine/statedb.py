@@ -197,9 +197,10 @@ def _base_changes(conn: sqlite3.Connection, base: Mapping[str, FileEntry],
     deletes: list[str] = []
     if stored is not None:
         # carried entries are the very objects read: `is` answers before any field compare
-        for path, entry in base.items():
+        for path in base:
             old = stored.get(path)
-            if old is not entry and old != entry:
+            # a path not stored is written, its entry made only then (`base[rel]` below)
+            if old is None or (old is not (entry := base[path]) and old != entry):
                 upserts.append(path)
         deletes = [path for path in stored if path not in base]
         return upserts, deletes

@@ -152,16 +152,30 @@ class BlobTable(Mapping[str, BlobRef]):
         return -1
 
     def __getitem__(self, blob_id: str) -> BlobRef:
+        found = self.get(blob_id)
+        if found is None:
+            raise KeyError(blob_id)
+        return found
+
+    def get(self, blob_id: str, default: BlobRef | None = None  # type: ignore[override]
+            ) -> BlobRef | None:
+        """The ref of `blob_id`, else `default`.
+
+        A push asks once per chunk, most often for a blob the store lacks: a raised and
+        caught `KeyError` cost more than the search.
+        """
         found = self._loose.get(blob_id) if self._loose else None
         if found is not None:
             return found
+        if not self._where:
+            return default
         try:
             binary = bytes.fromhex(blob_id) if isinstance(blob_id, str) else b""
         except ValueError:
             binary = b""
         at = self._find(binary) if len(binary) == ID_SIZE else -1
         if at < 0:
-            raise KeyError(blob_id)
+            return default
         slot = self._where[at]
         return self._tables[slot >> 32][slot & 0xFFFFFFFF]
 
@@ -196,12 +210,20 @@ class KnownBlobs(MutableMapping[str, BlobRef]):
         self.dropped: set[str] = set(dropped)
 
     def __getitem__(self, blob_id: str) -> BlobRef:
+        found = self.get(blob_id)
+        if found is None:
+            raise KeyError(blob_id)
+        return found
+
+    def get(self, blob_id: str, default: BlobRef | None = None  # type: ignore[override]
+            ) -> BlobRef | None:
+        """The ref of `blob_id`, else `default` (no `KeyError` raised and caught)."""
         found = self.added.get(blob_id)
         if found is not None:
             return found
         if blob_id in self.dropped:
-            raise KeyError(blob_id)
-        return self.table[blob_id]
+            return default
+        return self.table.get(blob_id, default)
 
     def __setitem__(self, blob_id: str, ref: BlobRef) -> None:
         self.added[blob_id] = ref

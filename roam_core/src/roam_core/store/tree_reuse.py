@@ -42,8 +42,11 @@ def changed_folders(manifest: Mapping[str, FileEntry], base: Manifest) -> set[st
         for end in range(1, len(parts) + 1):
             changed.add("/".join(parts[:end]))
 
-    for path, entry in manifest.items():
-        if base.get(path) != entry:
+    for path in manifest:
+        # a path the base lacks is changed whatever its entry: not made (a push's new rows
+        # make each afresh when read, and on a first push that is every file)
+        old = base.get(path)
+        if old is None or old != manifest[path]:
             mark(path)
     for path in base.keys() - manifest.keys():
         mark(path)
