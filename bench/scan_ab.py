@@ -23,7 +23,8 @@ shared one; other processes get what the push leaves (and the kernel's 5 % reser
 
 Prints each run's wall time, processor time (the push process and its children: user +
 system, far less noisy than wall time on a shared machine), the time the push waited for
-the verdict after packing, and the load average; then the medians and each mode's cost
+the verdict after packing, the time its packing stood still at the gate for the verdict
+(`secret_scan_stall_seconds`), and the load average; then the medians and each mode's cost
 against `off`.
 """
 
@@ -123,8 +124,10 @@ def main() -> int:
                 return 1
             report = json.loads(done.stdout)
             waited = float(report.get("secret_scan_wait_seconds", 0.0))
+            stalled = float(report.get("secret_scan_stall_seconds", 0.0))
             runs[mode].append((wall, cpu, waited))
             print(f"{mode:7} wall {wall:6.2f} s  cpu {cpu:6.2f} s  waited {waited:5.2f} s  "
+                  f"stalled {stalled:5.2f} s  "
                   f"worker {report.get('secret_scan_worker_files', 0)} files, hand-over "
                   f"{report.get('secret_scan_handover')}  load {os.getloadavg()[0]:.1f}",
                   flush=True)

@@ -10,6 +10,7 @@ push through.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -182,8 +183,13 @@ def test_a_held_scan_worker_hands_over_and_the_secret_uploads_nothing(
     assert not scan.reported and scan.own  # every plain file was the push's own to scan
 
     dev.write(LAST, "---\nname: zzz\n---\nclean now\n")
-    assert dev.roam("push").code == 0
+    pushed = dev.roam("push", "--json")
+    assert pushed.code == 0, pushed.err
     assert len(keys() - before) > (20 if packs == "sealed" else 3)
+    # the push says how long its packer stood at the gate for the verdict (the worker is
+    # held again: with one pack of budget it stood there until this thread scanned it all)
+    stalled = json.loads(pushed.out)["secret_scan_stall_seconds"]
+    assert stalled > 0 if packs == "sealed" else stalled == 0
 
 
 @pytest.mark.timeout(240)

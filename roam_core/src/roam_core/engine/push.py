@@ -71,6 +71,9 @@ class PushResult:
     scan_cpu_seconds: float = 0.0
     #: how long the push waited for the scan after its packing (the scan runs beside it)
     scan_wait_seconds: float = 0.0
+    #: how long the packing stood still for the verdict (packs held at the gate filled its
+    #: budget): the part of the scan's cost that is not the cores it shares
+    scan_stall_seconds: float = 0.0
     #: files the scan worker process scanned, and why the push took the rest over (if it did)
     scan_worker_files: int = 0
     scan_handover: str | None = None
@@ -81,6 +84,7 @@ class PushResult:
                 "secret_scan_seconds": round(self.scan_seconds, 4),
                 "secret_scan_cpu_seconds": round(self.scan_cpu_seconds, 4),
                 "secret_scan_wait_seconds": round(self.scan_wait_seconds, 4),
+                "secret_scan_stall_seconds": round(self.scan_stall_seconds, 4),
                 "secret_scan_worker_files": self.scan_worker_files,
                 "secret_scan_handover": self.scan_handover,
                 "generation": self.generation, "added": self.added, "changed": self.changed,
@@ -386,6 +390,8 @@ def _push(session: Session, state: LocalState, reads: PushReads, started: float,
     finally:
         if gate is not None and not gate.decided:
             gate.close()  # the push failed before the scan passed: store nothing
+        if gate is not None:
+            result.scan_stall_seconds = gate.stall_seconds
     if result.findings:
         packer.abandon()  # the held packs are dropped, unstored
         raise SecretsFound(result.findings)

@@ -13,6 +13,7 @@ push's own thread helps the scan instead of idling.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 
 
@@ -37,6 +38,10 @@ class UploadGate:
         self.on_stall: Callable[[], None] | None = None
         #: Called once if the gate closes (the scan then stops: nothing will be stored).
         self.on_close: Callable[[], None] | None = None
+        #: How long the push stood still for the verdict (the packer at its budget with a
+        #: pack held here): what the scan cost the packing beyond sharing the cores.
+        self.stall_seconds = 0.0
+        self._stalled_since: float | None = None
 
     def open(self) -> None:
         """Let the held packs be stored (unless the gate was closed first)."""
@@ -52,6 +57,7 @@ class UploadGate:
                 return
             self._passed = passed
             self._decided.set()
+            self._stall_ends()
         if not passed and self.on_close is not None:
             self.on_close()
 
@@ -72,8 +78,8 @@ class UploadGate:
                 stalled = (self._full or self._held == self.holders) \
                     and not self._decided.is_set()
             try:
-                if stalled and self.on_stall is not None:
-                    self.on_stall()
+                if stalled:
+                    self._stall_starts()
                 self._decided.wait()
             finally:
                 with self._lock:
@@ -89,5 +95,20 @@ class UploadGate:
         with self._lock:
             self._full = waiting
             stalled = waiting and self._held > 0 and not self._decided.is_set()
-        if stalled and self.on_stall is not None:
+            if not waiting:
+                self._stall_ends()
+        if stalled:
+            self._stall_starts()
+
+    def _stall_starts(self) -> None:
+        with self._lock:
+            if self._stalled_since is None and not self._decided.is_set():
+                self._stalled_since = time.perf_counter()
+        if self.on_stall is not None:
             self.on_stall()
+
+    def _stall_ends(self) -> None:
+        """Count a stall that ends now (called under the lock)."""
+        if self._stalled_since is not None:
+            self.stall_seconds += time.perf_counter() - self._stalled_since
+            self._stalled_since = None
