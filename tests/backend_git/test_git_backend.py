@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import subprocess
 import threading
 from collections.abc import Callable
@@ -225,40 +224,32 @@ def test_users_git_config_cannot_break_the_plumbing(
 
 def test_the_mirror_packs_its_loose_objects(repo: Path, open_backend: Opener,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """Staged objects are packed already (staging.py), but a small fetch leaves loose ones.
-
-    git unpacks a fetch of fewer than 100 objects into loose files (and write-tree and
-    commit-tree write loose trees and commits): the upkeep after a publish packs them.
-    """
+    """Fetches arrive as packs and staged objects are packed already (staging.py), but
+    write-tree and commit-tree write loose trees and commits, and every fetch and publish adds
+    a pack: the upkeep after a publish packs them all once there are many."""
     from roam_backend_git import mirror
 
-    # `gc --auto` estimates loose objects from the folder objects/17 alone: contents whose
-    # git blob id starts with 17 make the estimate (and so the test) deterministic
-    def landing_in_17(seed: int) -> bytes:
-        for attempt in range(100_000):
-            data = f"object {seed} {attempt}".encode()
-            if hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest().startswith("17"):
-                return data
-        raise AssertionError("no content found")
-
-    monkeypatch.setattr(mirror, "GC_AUTO", 100)
+    monkeypatch.setattr(mirror, "GC_AUTO_PACKS", 4)
     other = open_backend(file_url(repo))  # another device, publishing small generations
     backend = open_backend(file_url(repo))
     contents = {}
     for number in range(3):
         for item in range(4):
             key = f"packs/{number:02x}/{item:062x}"
-            contents[key] = landing_in_17(number * 10 + item)
+            contents[key] = f"object {number} {item}".encode()
             other.put_new(key, contents[key])
         seen = other.read_ref("HEAD")
         other.swap_ref("HEAD", f"head {number}".encode(), seen and seen[1])
-        # this device fetches them (unpacked into loose objects) and then publishes
+        # this device fetches them (a small fetch: kept as a pack, never loose files)
         seen = backend.read_ref("HEAD")
+        for key in contents:
+            sha = backend._lookup(key)
+            assert sha and not (backend.mirror.path / "objects" / sha[:2] / sha[2:]).exists()
         backend.put_new(f"data/{number}", b"x")
         backend.swap_ref("HEAD", f"head {number}b".encode(), seen and seen[1])
     counts = dict(line.split(": ") for line in
                   _git(backend.mirror.path, "count-objects", "-v").splitlines())
-    assert int(counts["packs"]) >= 1
-    assert int(counts["count"]) < len(contents)  # the fetched loose objects were packed
+    assert int(counts["packs"]) <= 2, counts  # 3 fetches and 3 publishes made 6
+    assert int(counts["count"]) <= 3, counts  # the loose trees and commits were packed
     for key, data in contents.items():
         assert backend.get(key) == data  # still readable after packing

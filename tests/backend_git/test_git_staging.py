@@ -146,6 +146,25 @@ def test_reads_come_straight_from_the_packs_without_a_git_process(
     assert "cat-file" not in git_calls, dict(git_calls)
 
 
+def test_a_small_fetch_is_kept_as_a_pack_and_read_without_git(
+        tmp_path: Path, open_backend: Opener, git_calls: Counter[str]) -> None:
+    """An incremental pull fetches a few objects: git unpacked fewer than 100 into loose files,
+    and each was then read through its own `git cat-file`."""
+    url = file_url(bare_repo(tmp_path / "remote"))
+    writer = open_backend(url)
+    objects = _objects(11)
+    for key, data in objects.items():
+        writer.put_new(key, data)
+    writer.swap_ref("HEAD", b"gen-1", None)
+    reader = open_backend(url)
+    assert reader.read_ref("HEAD") is not None  # the fetch
+    git_calls.clear()
+    assert {key: reader.get(key) for key in objects} == objects
+    assert {key: reader.get(key, 3, 70_000) for key in objects} == {
+        key: data[3:70_003] for key, data in objects.items()}
+    assert "cat-file" not in git_calls, dict(git_calls)
+
+
 @pytest.mark.parametrize("repack", [
     # deltas (near-identical compressible objects) and deflated entries: what a host's own
     # repack or an older roam's mirror holds; read through git instead
@@ -181,6 +200,9 @@ def test_objects_git_stored_otherwise_are_still_read(
                   if len(line.split()) == 7]
         assert deltas, "the repack made no deltas: the test would not test them"
     assert {key: reader.get(key) for key in objects} == objects
+    # ranges of objects stored otherwise: read whole, then cut
+    assert {key: reader.get(key, 7, 1000) for key in objects} == {
+        key: data[7:1007] for key, data in objects.items()}
 
 
 def test_packs_a_repack_removed_are_let_go_at_upkeep(tmp_path: Path,

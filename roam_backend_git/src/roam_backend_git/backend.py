@@ -62,7 +62,8 @@ MISS_REFRESH_INTERVAL = 1.0
 #: Commits a publish builds while other devices keep moving the branch (each one is a new
 #: look and a new push; only a move of the ref itself is a conflict).
 PUBLISH_ATTEMPTS = 8
-#: Whole blobs kept in memory for ranged reads (core reads many small ranges of one pack).
+#: Whole blobs kept in memory for ranged reads of objects not stored as roam writes them (a
+#: host's repack deflated them, or they are staged): core reads many ranges of one pack.
 BLOB_CACHE_BYTES = 96 * 1024 * 1024
 
 
@@ -241,7 +242,13 @@ class GitBackend(Backend):
         sha = self._find(key)
         if sha is None:
             raise ObjectNotFound(key)
-        data = self._read(sha, cache=offset > 0 or length is not None)
+        ranged = offset > 0 or length is not None
+        if ranged:
+            # a pull reads each pack object once, in spans: read only the span
+            part = self.mirror.read_range(sha, offset, length)
+            if part is not None:
+                return part
+        data = self._read(sha, cache=ranged)
         end = None if length is None else offset + length
         return data[offset:end]
 

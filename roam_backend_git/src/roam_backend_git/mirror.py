@@ -27,6 +27,8 @@ from roam_core.plugin import CONNECT_BUDGET, BackendError, TransientBackendError
 _PUSH_OK_FLAGS = (" ", "+", "*", "=", "-")
 #: Loose objects the mirror gathers before `git gc --auto` packs them (git's own default).
 GC_AUTO = 6700
+#: Packs the mirror gathers before that packing joins them (every fetch and publish adds one).
+GC_AUTO_PACKS = 50
 #: At most this long for that packing; git's gc is safe to stop at any point.
 GC_CAP = 120.0
 #: A staging pack untouched this long belongs to a process that died: removed at upkeep.
@@ -108,8 +110,11 @@ class Mirror:
     def fetch(self) -> str | None:
         """Fetch the branch into the tracking ref; return the fetched tip (None if absent)."""
         refspec = f"+{self.branch_ref}:{self.tracking_ref}"
+        # every fetch kept as a pack (git unpacks fewer than 100 objects into loose files by
+        # default): packread.py reads packs, a loose object costs a `git cat-file` each
         result = self.git.run(
-            ["fetch", "--quiet", "--no-tags", "--", self.settings.remote, refspec],
+            ["-c", "fetch.unpackLimit=1", "fetch", "--quiet", "--no-tags", "--",
+             self.settings.remote, refspec],
             action="fetch", cap=self.settings.transfer_timeout, network=True, check=False)
         if result.returncode != 0:
             if "couldn't find remote ref" in result.stderr.lower():
@@ -150,7 +155,7 @@ class Mirror:
                     leftover.unlink()
         try:
             self.git.run(["-c", f"gc.auto={GC_AUTO}", "-c", "gc.autoDetach=false",
-                          "-c", "pack.window=0", "-c", "gc.autoPackLimit=50",
+                          "-c", "pack.window=0", "-c", f"gc.autoPackLimit={GC_AUTO_PACKS}",
                           "gc", "--auto", "--quiet"], action="gc (local mirror)", cap=GC_CAP)
         finally:
             self.packs.forget_gone()  # a gc stopped midway may have removed packs too
@@ -201,6 +206,12 @@ class Mirror:
         if found is not None:
             return found
         return self.git.run(["cat-file", "blob", sha], action="cat-file").stdout
+
+    def read_range(self, sha: str, start: int, length: int | None) -> bytes | None:
+        """Part of a blob read alone from its pack; None: read the whole blob instead."""
+        if self.staging.holds(sha):
+            return None
+        return self.packs.read_range(sha, start, length)
 
     def commit(self, parent: str | None, entries: Iterable[tuple[str, str]],
                message: str, removed: Iterable[str] = (), parentless: bool = False) -> str:

@@ -23,12 +23,15 @@ import mmap
 import os
 import threading
 import zlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 #: A pack entry's type for a whole blob (deltas are 6 and 7).
 BLOB = 3
 _IDX_MAGIC = b"\xfftOc\x00\x00\x00\x02"
 _NAMES = 8 + 256 * 4  # where the sorted object ids start in a version-2 index
+#: Block maps kept per pack (~2 KiB each for a 16 MiB object): a span read maps its object once.
+_MAPS_KEPT = 256
 #: An entry's header: a type and a size of up to 64 bits, 7 bits a byte after the first 4.
 _HEADER_MAX = 10
 
@@ -55,6 +58,7 @@ class _Pack:
         self._guard = threading.Lock()
         self._readers = 0
         self._closed = False
+        self._maps: dict[int, tuple[int, list[int], list[int]]] = {}  # offset -> _blocks
 
     def offset(self, name: bytes) -> int | None:
         """Where object `name` starts in the pack, or None when this pack lacks it."""
@@ -71,34 +75,114 @@ class _Pack:
         large = table + self.count * 4 + (small & 0x7FFFFFFF) * 8
         return int.from_bytes(self.idx[large:large + 8], "big")
 
-    def blob(self, offset: int) -> bytes | None:
-        """The whole blob stored at `offset`, or None when the entry is anything else."""
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[int]:
+        """The pack's descriptor, kept open until the read is done."""
         with self._guard:
             if self._closed:
                 raise ValueError("pack closed")
             self._readers += 1
         try:
-            return self._blob(offset)
+            yield self.fd
         finally:
             with self._guard:
                 self._readers -= 1
                 if self._closed and not self._readers:
                     os.close(self.fd)
 
-    def _blob(self, offset: int) -> bytes | None:
+    def _header(self, offset: int) -> tuple[int, int, int]:
+        """The entry at `offset`: its type, its size and where its zlib stream starts."""
         head = os.pread(self.fd, _HEADER_MAX, offset)
-        if not head:
-            return None
-        byte = head[0]
+        byte = head[0]  # IndexError past the pack's end: a damaged index
         kind, size, shift, at = (byte >> 4) & 7, byte & 0x0F, 4, 1
         while byte & 0x80:
             byte = head[at]  # IndexError past the longest header: a damaged pack
             size |= (byte & 0x7F) << shift
             shift += 7
             at += 1
+        return kind, size, offset + at
+
+    def blob(self, offset: int) -> bytes | None:
+        """The whole blob stored at `offset`, or None when the entry is anything else."""
+        with self._reading():
+            kind, size, offset = self._header(offset)
+            if kind != BLOB:
+                return None
+            return self._inflate(offset, size)
+
+    def blob_range(self, offset: int, start: int, length: int | None) -> bytes | None:
+        """Bytes `start`… of the blob at `offset` (at most `length`), read alone.
+
+        Only a blob stored at zlib level 0 (what roam and `pack-objects` copying roam's
+        entries write) has its bytes at known places: such a stream is the data in blocks
+        of up to 64 KiB, each behind a 5-byte header. Anything else: None.
+        """
+        with self._reading():
+            found = self._blocks(offset)
+            if found is None:
+                return None
+            size, starts, places = found
+            end = size if length is None else min(size, start + length)
+            if start >= end:
+                return b""
+            first = bisect.bisect_right(starts, start) - 1
+            last = bisect.bisect_left(starts, end)  # blocks first..last-1 hold the range
+            base = places[first]
+            raw = memoryview(os.pread(self.fd, places[last - 1] - base + _block_size(
+                starts, size, last - 1), base))
+            parts = []
+            for block in range(first, last):
+                low = max(start, starts[block]) - starts[block]
+                high = min(end, _block_end(starts, size, block)) - starts[block]
+                at = places[block] - base
+                parts.append(raw[at + low:at + high])
+            data = b"".join(parts)
+            if len(data) != end - start:
+                return None  # the pack is shorter than its blocks said
+            return data
+
+    def _blocks(self, offset: int) -> tuple[int, list[int], list[int]] | None:
+        """The blob's size, and where each stored block's data starts in it and in the pack."""
+        with self._guard:
+            known = self._maps.get(offset)
+        if known is not None:
+            return known
+        kind, size, at = self._header(offset)
         if kind != BLOB:
             return None
-        offset += at
+        zhead = os.pread(self.fd, 2, at)
+        if len(zhead) != 2 or zhead[0] & 0x0F != 8 or zhead[1] & 0x20 \
+                or int.from_bytes(zhead, "big") % 31:
+            return None  # not a zlib stream without a preset dictionary
+        at += 2
+        starts: list[int] = []
+        places: list[int] = []
+        done = 0
+        while True:
+            head = os.pread(self.fd, 5, at)
+            if len(head) != 5 or head[0] & 0xFE:
+                return None  # a compressed block (or padding git would not write)
+            block = int.from_bytes(head[1:3], "little")
+            if block ^ int.from_bytes(head[3:5], "little") != 0xFFFF:
+                return None
+            starts.append(done)
+            places.append(at + 5)
+            done += block
+            at += 5 + block
+            if head[0] & 1:  # the final block
+                break
+            if done > size:
+                return None
+        if done != size:
+            return None
+        found = (size, starts, places)
+        with self._guard:
+            if len(self._maps) >= _MAPS_KEPT:
+                self._maps.pop(next(iter(self._maps)))
+            self._maps[offset] = found
+        return found
+
+    def _inflate(self, offset: int, size: int) -> bytes | None:
         inflater = zlib.decompressobj()
         # a stored (level-0) stream is the data plus 5 bytes per block: read a little more
         # than the data at once, and on until the stream ends (a deflated one is shorter)
@@ -126,6 +210,14 @@ class _Pack:
         self.idx.close()
 
 
+def _block_end(starts: list[int], size: int, block: int) -> int:
+    return starts[block + 1] if block + 1 < len(starts) else size
+
+
+def _block_size(starts: list[int], size: int, block: int) -> int:
+    return _block_end(starts, size, block) - starts[block]
+
+
 class _Names:
     """The index's sorted object ids as a sequence `bisect` can search (no copy made)."""
 
@@ -151,6 +243,16 @@ class PackReader:
 
     def read(self, sha: str) -> bytes | None:
         """The blob `sha` when a pack holds it whole; None: ask git."""
+        return self._find(sha, lambda pack, offset: pack.blob(offset))
+
+    def read_range(self, sha: str, start: int, length: int | None) -> bytes | None:
+        """Bytes `start`… of blob `sha` (at most `length`) without reading the rest of it.
+
+        None when no pack holds it stored as roam writes it: read it whole instead.
+        """
+        return self._find(sha, lambda pack, offset: pack.blob_range(offset, start, length))
+
+    def _find(self, sha: str, read: Callable[[_Pack, int], bytes | None]) -> bytes | None:
         if len(sha) != 40:
             return None  # a SHA-256 mirror: not this reader's format
         name = bytes.fromhex(sha)
@@ -163,7 +265,7 @@ class PackReader:
                 try:
                     offset = pack.offset(name)
                     if offset is not None:
-                        return pack.blob(offset)
+                        return read(pack, offset)
                 except (OSError, ValueError, IndexError, zlib.error):
                     return None  # a damaged or unexpected pack: git says what is wrong
         return None

@@ -126,6 +126,11 @@ class StagingPack:
             self._end += len(entry)
         return sha
 
+    def holds(self, sha: str) -> bool:
+        """Whether `sha` is staged here and not yet finished."""
+        with self._lock:
+            return sha in self._entries
+
     def read(self, sha: str) -> bytes | None:
         """The bytes of a blob staged here and not yet finished, else None."""
         with self._lock:
