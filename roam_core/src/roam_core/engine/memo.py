@@ -96,18 +96,28 @@ def remember(session: Session, state: LocalState, signature: list[int] | None, s
     if key is None:
         return
     racy_after = started_ns - RACY_NS
-    named: dict[str, list[str]] = {}
-    for rel in files:
-        folder, _, name = rel.rpartition("/")
-        named.setdefault(folder, []).append(name)
+    # one pass over the files, in `rel` order: a folder's files mostly come together, so
+    # its lists are looked up once per stretch, not once per file (issue 22)
+    named: dict[str, tuple[list[str], list[tuple[int, ...]]]] = {}
+    racy: set[str] = set()
+    folder: str | None = None
+    names: list[str] = []
+    sigs: list[tuple[int, ...]] = []
+    for rel, sig in files.items():
+        where, _, name = rel.rpartition("/")
+        if where != folder:
+            folder = where
+            names, sigs = named.setdefault(where, ([], []))
+        names.append(name)
+        sigs.append(tuple(sig))
+        if sig[1] >= racy_after or sig[3] >= racy_after:
+            racy.add(where)
     entries = []
     for rel, st in folders:
-        names = named.get(rel, [])
-        sigs = [files[f"{rel}/{name}" if rel else name] for name in names]
-        racy = max([st.st_mtime_ns, st.st_ctime_ns, *(max(s[1], s[3]) for s in sigs)])
-        entries.append([rel, None if racy >= racy_after else [st.st_mtime_ns, st.st_ctime_ns,
-                                                              st.st_ino],
-                        names, _digest_of(tuple(tuple(s) for s in sigs))])
+        names, sigs = named.get(rel, ([], []))
+        known = rel not in racy and st.st_mtime_ns < racy_after and st.st_ctime_ns < racy_after
+        entries.append([rel, [st.st_mtime_ns, st.st_ctime_ns, st.st_ino] if known else None,
+                        names, _digest_of(tuple(sigs))])
     record = {item.name: getattr(state, item.name) for item in fields(state)
               if item.init and item.name not in _HEAVY}
     data = {"v": VERSION, "key": key, "state": record, "changes": changes, "folders": entries}

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from roam_core.engine import backups, inventory, memo
@@ -62,6 +64,25 @@ def local_changes(session: Session, state: LocalState | None = None, *,
         memo.remember(session, state, signature, started, scope.folders,
                       seen, changes)
     return changes
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cycle collector off for a full look, back as it was after it.
+
+    A look makes several objects per shared file that live to its end and hold no cycles;
+    each collection then walks every one of them again: ~0.15 s of the walk's 0.8 s of
+    processor time at 100,000 files (issue 22). Nothing is collected early instead: what
+    is garbage is freed by its reference count as always, and cycles wait for the next
+    collection after the look.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _compare(files: dict[str, LocalFile], base: Iterable[tuple[str, str, int]]
@@ -129,7 +150,8 @@ def status(session: Session) -> dict[str, Any]:
             signature = memo.state_signature(session)
             state = session.require_state()
             try:
-                changes = local_changes(session, state, signature=signature)
+                with collector_paused():
+                    changes = local_changes(session, state, signature=signature)
                 break
             except StateMoved:
                 if attempt:
