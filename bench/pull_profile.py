@@ -170,13 +170,17 @@ def ab(work: Path, runs: int, other: Path | None, restic: bool = True) -> None:
     trash.empty()
 
 
+#: When this process started (phases say when they first began, from here).
+_ORIGIN = time.perf_counter()
+
+
 @contextlib.contextmanager
 def _timed(totals: dict[str, list[float]], name: str) -> Iterator[None]:
     wall, cpu = time.perf_counter(), time.process_time()
     try:
         yield
     finally:
-        spent = totals.setdefault(name, [0.0, 0.0])
+        spent = totals.setdefault(name, [0.0, 0.0, wall - _ORIGIN])
         spent[0] += time.perf_counter() - wall
         spent[1] += time.process_time() - cpu
 
@@ -205,13 +209,37 @@ def _thread_cpu(threads: dict[str, float], owner: object, attr: str, name: str) 
     setattr(owner, attr, wrapped)
 
 
+def _every_thread_cpu(threads: dict[str, float]) -> None:
+    """Add every other thread's processor time to `threads` by name (pools summed)."""
+    import threading
+
+    original = threading.Thread.run
+
+    def run(self: threading.Thread) -> None:
+        started = time.thread_time()
+        try:
+            original(self)
+        finally:
+            name = "thread " + self.name.rstrip("0123456789_-")
+            threads[name] = threads.get(name, 0.0) + time.thread_time() - started
+
+    threading.Thread.run = run  # type: ignore[method-assign]
+
+
 def phases(work: Path, profile: Path | None) -> None:
     """One pull in this process, its phases timed (and profiled when asked)."""
+    trash = Trash(work / f"trash-{os.getpid()}")
+    home = fresh_device(work, trash)
+    pull_in_process(home, profile)
+    trash.discard(home)
+    trash.empty()
+
+
+def pull_in_process(home: Path, profile: Path | None) -> None:
+    """`roam pull --apply` of `home` in this process, its phases and threads timed."""
     from roam_core.engine import journal, pull, remote
     from roam_core.engine import plan as plan_module
 
-    trash = Trash(work / f"trash-{os.getpid()}")
-    home = fresh_device(work, trash)
     totals: dict[str, list[float]] = {}
     _wrap(totals, remote.RemoteView, "read_trees", "manifest load (read_trees)")
     _wrap(totals, plan_module.Planner, "build", "plan (Planner.build)")
@@ -229,13 +257,16 @@ def phases(work: Path, profile: Path | None) -> None:
     _thread_cpu(threads, journal.Install, "_stage", "install thread (staging)")
     _thread_cpu(threads, prefetch.Prefetch, "_run", "store reader thread")
     _thread_cpu(threads, writers.TempWriters, "_work", "writer threads (sum)")
+    _every_thread_cpu(threads)
     from roam_core.cli.main import main
 
     os.environ["ROAM_ARCHIVE_KEY"] = ARCHIVE_KEY
     sys.argv = ["roam", "--home", str(home), "pull", "--apply", "--quiet"]
     os.sync()
     profiler = cProfile.Profile() if profile else None
-    wall, cpu = time.perf_counter(), time.process_time()
+    global _ORIGIN
+    wall, cpu = _ORIGIN, _ = time.perf_counter(), time.process_time()
+    main_cpu = time.thread_time()
     if profiler:
         profiler.enable()
     try:
@@ -247,25 +278,25 @@ def phases(work: Path, profile: Path | None) -> None:
         if profiler:
             profiler.disable()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    threads["main thread"] = time.thread_time() - main_cpu
     print(f"load average {os.getloadavg()[0]:.1f}")
-    print(f"{'phase':34s} {'wall s':>8s} {'cpu s':>8s}")
-    for name, (w, c) in totals.items():
-        print(f"{name:34s} {w:8.2f} {c:8.2f}")
+    print(f"{'phase':34s} {'wall s':>8s} {'cpu s':>8s} {'from s':>8s}")
+    for name, (w, c, begun) in totals.items():
+        print(f"{name:34s} {w:8.2f} {c:8.2f} {begun:8.2f}")
     print(f"{'whole pull (in process)':34s} {wall:8.2f} {cpu:8.2f}")
-    for name, spent in threads.items():
+    for name, spent in sorted(threads.items()):
         print(f"{name:34s} {'':8s} {spent:8.2f}")
     with open("/proc/self/status") as status:
         print(next(line for line in status if line.startswith("VmHWM")).strip())
     if profiler and profile:
         profiler.dump_stats(profile)
         print(f"profile written to {profile}")
-    trash.discard(home)
-    trash.empty()
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("action", choices=("setup", "ab", "phases"))
+    parser.add_argument("action", choices=("setup", "ab", "phases", "phases-of"))
+    parser.add_argument("--device", type=Path, help="phases-of: the initialised home to pull")
     parser.add_argument("--work", type=Path, default=Path("/tmp/roam-bench-pull"))
     parser.add_argument("--home", default="large", choices=sorted(homes.SPECS))
     parser.add_argument("--files", type=int, default=0, help="a 5 KiB-mean home of N files")
@@ -280,6 +311,8 @@ def main() -> int:
         setup(args.work, args.home, args.files)
     elif args.action == "ab":
         ab(args.work, args.runs, args.other, not args.no_restic)
+    elif args.action == "phases-of":
+        pull_in_process(args.device, args.profile)
     else:
         phases(args.work, args.profile)
     return 0

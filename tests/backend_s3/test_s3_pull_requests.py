@@ -14,8 +14,9 @@ from collections import Counter
 from pathlib import Path
 
 from campaign.harness import Home
-from campaign.storeview import open_repository
+from campaign.storeview import generations, manifest_of, open_repository
 from test_s3_requests import (  # noqa: F401
+    ONE_WAY,
     LatencyProxy,
     Request,
     _count,
@@ -147,3 +148,66 @@ def test_a_path_s_history_reads_a_tree_shared_by_generations_once(
     # (one read per generation and per level would be about generations × DEPTH)
     reads = sum(_pack_reads(requests).values())
     assert reads <= (generations + 2) + DEPTH + 4, summarize(requests)
+
+
+
+#: One way for the waves test: whether two requests overlap must not hang on a few
+#: milliseconds of a busy machine's scheduling.
+SLOW_ONE_WAY = 0.05
+#: The remote files a first pull's plan reads to merge them before it installs anything
+#: (those the store holds): the plugin inventory, the configuration, the cron jobs.
+MERGED = ("roam/installed-plugins.json", "config.yaml", "cron/jobs.json")
+
+
+def _merge_ranges(home: Home, scratch: Path) -> set[tuple[str, str]]:
+    """(pack, Range header) of each blob of the files the plan merges."""
+    with open_repository(home.store, scratch / "merged") as repo:
+        _snapshot_id, snapshot = max(generations(repo).items())[1]
+        manifest = manifest_of(repo, snapshot)
+    return {(ref[1], f"bytes={ref[2]}-{ref[2] + ref[3] - 1}")
+            for rel in MERGED if rel in manifest for ref in manifest[rel].blobs}
+
+
+def _waves_before(requests: list[Request], first: float) -> list[list[str]]:
+    """The waves of the requests started before `first`: what each request read."""
+    waves: list[list[str]] = []
+    busy_until = float("-inf")
+    for request in sorted(requests, key=lambda r: r.started):
+        if request.started >= first:
+            break
+        if request.started >= busy_until:
+            waves.append([])
+        busy_until = max(busy_until, request.ended or request.started)
+        path, _, query = request.target.partition("?")
+        waves[-1].append(f"{request.method} {path[-40:]}{'?' + query[:40] if query else ''}")
+    return waves
+
+
+def test_a_first_pull_waits_four_round_trips_before_its_files_stream(
+        fleet: tuple[Home, Home], proxy: LatencyProxy, tmp_path: Path) -> None:  # noqa: F811
+    """HEAD beside the index listing; the indexes beside the void records; the tree pack;
+    the files the plan merges, all at once. Then the files stream. Any of these one after
+    another again costs a full round trip before the first file's bytes are asked for."""
+    desk, laptop = fleet
+    desk.write("cron/jobs.json", '{"jobs": []}\n')
+    assert desk.roam("push").code == 0
+    _indexes, _tree_packs, data_packs = _packs(desk, tmp_path)
+    merged = _merge_ranges(desk, tmp_path)
+    assert len(merged) >= 2  # two reads that could wait one after the other
+    assert laptop.roam("init").code == 0
+    proxy.reset()
+    proxy.one_way = SLOW_ONE_WAY
+    try:
+        assert laptop.roam("pull", "--apply").code == 0
+    finally:
+        proxy.one_way = ONE_WAY
+    pulled = proxy.requests()
+    data_reads = [r for r in pulled if r.method == "GET" and "/packs/" in r.target
+                  and _pack_of(r.target) in data_packs]
+    plan_reads = [r for r in data_reads if (_pack_of(r.target), r.range) in merged]
+    assert len(plan_reads) == len(merged), (merged, [(r.target, r.range) for r in data_reads])
+    first_stream = min(r.started for r in data_reads if r not in plan_reads)
+    # the plan's reads wait for the trees, the stream for the plan: both come last
+    assert max(r.started for r in plan_reads) < first_stream
+    waves = _waves_before(pulled, first_stream)
+    assert len(waves) <= 4, waves

@@ -17,6 +17,7 @@ from typing import Any
 from roam_core.engine import inventory
 from roam_core.engine.filemodes import home_files
 from roam_core.engine.journal import Op
+from roam_core.engine.plan_reads import ReadAhead, under
 from roam_core.engine.remote import RemoteView
 from roam_core.engine.scan import (
     LocalFile,
@@ -96,10 +97,6 @@ def _bytes_source(data: bytes) -> Any:
     return lambda: iter((data,))
 
 
-def _under(rel: str, prefixes: tuple[str, ...]) -> bool:
-    return any(rel == p.rstrip("/") or rel.startswith(p.rstrip("/") + "/") for p in prefixes)
-
-
 class Planner:
     """Builds one `Plan` for one pull (or restore) on one home."""
 
@@ -128,6 +125,8 @@ class Planner:
         self.new_state = state.copy()
         self.unseen: set[str] = set()
         self._formats: list[MergeFormat] | None = None
+        #: the remote files the loop merges, read at once before it (`plan_reads`)
+        self.ahead = ReadAhead(self)
 
     def scan(self) -> None:
         """Walk the home's shared files and digest them (the stat cache skips unchanged ones).
@@ -147,9 +146,10 @@ class Planner:
         """Scan the home, then compare remote, base and local path by path into a plan."""
         self.scan()
         remote = self.view.manifest
+        self.ahead.fill()
         paths = sorted(set(remote) | set(self.base) | set(self.local))
         for rel in paths:
-            if self.only and not _under(rel, self.only):
+            if self.only and not under(rel, self.only):
                 continue
             if self.cron_only and not is_jobs_file(rel):
                 continue
@@ -204,7 +204,7 @@ class Planner:
     def _inventory(self, entry: FileEntry | None) -> None:
         """Compare plugin inventories; roam lists what is missing and never installs code."""
         if entry is not None:
-            remote_bytes = self.session.repo.read_content(entry)
+            remote_bytes = self.ahead.read(entry)
             self.plan.plugins_missing = inventory.missing(self.session.root, remote_bytes)
 
     def remote_source(self, entry: FileEntry) -> Any:
@@ -230,8 +230,7 @@ class Planner:
                 if self.state.projections.get(rel) is None or not _same_sha(
                         self.state.projections[rel], r.sha256):
                     # agreeing with the remote is accepting it: the base of the next merge
-                    self.new_state.projections[rel] = self.session.repo.read_content(
-                        r).decode("utf-8")
+                    self.new_state.projections[rel] = self.ahead.read(r).decode("utf-8")
                 return
             self._config(rel, r, loc)
             return
@@ -315,7 +314,7 @@ class Planner:
     def _config(self, rel: str, r: FileEntry, loc: LocalFile | None) -> None:
         from roam_core.config import merge_config
 
-        remote_text = self.session.repo.read_content(r).decode("utf-8")
+        remote_text = self.ahead.read(r).decode("utf-8")
         local_text = None if loc is None else loc.path.read_text(encoding="utf-8")
         base_projection = None if self.first_pull else self.state.projections.get(rel)
         merged = merge_config(local_text, base_projection, remote_text,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 from roam_core.engine import hermes_guard, rekeyed
@@ -30,6 +33,38 @@ class PullResult:
         return 2 if self.applied and self.plan.kept_conflicts else 0
 
 
+class _PlacesBeside:
+    """Where the trees are (index listing, void records, indexes), read in a thread.
+
+    On a remote store each of those reads is a round trip, and none needs HEAD: a first
+    pull sends them beside HEAD, a later one as soon as HEAD names a new generation of a
+    format that packs its trees, so they come back while the snapshot is read and the home
+    is walked. The trees' load then finds them read (`Repository.tree_places` is read once,
+    under a lock). A failure here is not raised: the load reads them again and says why.
+    """
+
+    def __init__(self, session: Session) -> None:
+        capabilities = session.backend.capabilities
+        self._repo = session.repo
+        self._worth = capabilities.remote and not capabilities.batched_publish
+        self._pool: ThreadPoolExecutor | None = None
+        self._future: Future[object] | None = None
+
+    def start(self) -> None:
+        if self._worth and self._future is None:
+            self._pool = ThreadPoolExecutor(1, "roam-pull-reads")
+            self._future = self._pool.submit(contextvars.copy_context().run,
+                                             self._repo.tree_places)
+
+    def close(self) -> None:
+        """Wait for the reads (they touch the repository's caches), then stop the thread."""
+        if self._future is not None:
+            with contextlib.suppress(Exception):
+                self._future.result()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+
+
 def pull(session: Session, *, apply: bool = False, overwrite_conflicts: bool = False,
          only: tuple[str, ...] = (), keep_seen: bool = False, dry_run: bool = False,
          progress: ProgressSink | None = None, cron_only: bool = False) -> PullResult:
@@ -39,11 +74,19 @@ def pull(session: Session, *, apply: bool = False, overwrite_conflicts: bool = F
     `only`, it does not advance the generation this device has seen.
     """
     state = session.require_state()
-    view = remote_module.require_remote(session, state)
-    rekeyed.adopt(session, state, view)  # after a key rotation: the base's new blob names
-    planner = Planner(session, state, view, overwrite_conflicts=overwrite_conflicts, only=only,
-                      cron_only=cron_only)
-    view.read_trees()
+    places = _PlacesBeside(session)
+    try:
+        if state.generation is None:
+            places.start()  # a first pull reads every tree: their places beside HEAD
+        view = remote_module.require_remote(session, state)
+        if view.head.generation != state.generation and session.repo.format >= 2:
+            places.start()
+        rekeyed.adopt(session, state, view)  # after a key rotation: the base's new blob names
+        planner = Planner(session, state, view, overwrite_conflicts=overwrite_conflicts,
+                          only=only, cron_only=cron_only)
+        view.read_trees()
+    finally:
+        places.close()
     # the indexes' refs served to find the trees: the manifest says where every blob is
     session.repo.forget_catalog()
     plan = planner.build()

@@ -84,9 +84,9 @@ def plan_cron(planner: Planner, rel: str, r: FileEntry | None, b: FileEntry | No
     if loc is not None and loc.sha256 == r.sha256:
         plan.unchanged += 1  # the same definitions; every local run state stands
         return
-    remote_bytes = planner.session.repo.read_content(r)
+    remote_bytes = planner.ahead.read(r)
     local_bytes = None if loc is None else loc.path.read_bytes()
-    base_bytes = None if b is None else planner.session.repo.read_content(b)
+    base_bytes = None if b is None else planner.ahead.read(b)
     path = planner.session.root / rel
     merged = cron.merge_jobs(local_bytes, remote_bytes, split=cron.uses_runtime_db(path),
                              source=str(planner.view.head.device), rel=rel, base=base_bytes,

@@ -619,24 +619,43 @@ class Repository(TreeReads):
         # listed before the void records are read: a record written in between is seen, and
         # a push reading the void records in another thread meanwhile waits for neither
         listed = {key.rpartition("/")[2] for key in self.backend.list("index/")}
-        listed -= self.voided()[1]
-        # only what this store lists counts: a cache kept from another store (the same home
-        # re-initialised elsewhere) must never make a push skip uploading a blob
-        stale = not known.keys() <= listed
-        known = {index_id: refs for index_id, refs in known.items() if index_id in listed}
-        missing = sorted(listed - known.keys())
         load = self._tolerant_index if tolerant else self._index_or_foreign
 
-        def compacted(index_id: str) -> Entries | None:
+        def compacted(index_id: str) -> Entries | Exception | None:
             # each index packed as it comes: the parsed tuples of every index at once were
             # ~700 bytes a blob at the peak of a first read (issue 23)
-            found = load(index_id)
+            try:
+                found = load(index_id)
+            except Exception as error:  # raised below unless the index is voided
+                return error
             return None if found is None else (compact(found[0]), compact(found[1]))
 
         with ParallelReads(read_workers(self.backend)) as reads:
-            loaded = reads.map(compacted, missing)
-        added = {index_id: found for index_id, found in zip(missing, loaded, strict=True)
-                 if found is not None}
+            if self._voids is None and reads.workers > 1 and listed - known.keys():
+                # on a remote store the void records are read beside the indexes not known
+                # yet, not one round trip before them: an index found voided is dropped
+                # unread, whatever its read gave
+                missing = sorted(listed - known.keys())
+                results = reads.map(lambda item: compacted(item) if item else self.voided(),
+                                    ["", *missing])[1:]
+                loaded: dict[str, object] = dict(zip(missing, results, strict=True))
+            else:
+                loaded = {}
+            listed -= self.voided()[1]
+            # only what this store lists counts: a cache kept from another store (the same
+            # home re-initialised elsewhere) must never make a push skip uploading a blob
+            stale = not known.keys() <= listed
+            known = {index_id: refs for index_id, refs in known.items() if index_id in listed}
+            missing = sorted(listed - known.keys())
+            rest = [index_id for index_id in missing if index_id not in loaded]
+            loaded.update(zip(rest, reads.map(compacted, rest), strict=True))
+        added: dict[str, Entries] = {}
+        for index_id in missing:
+            found = loaded[index_id]
+            if isinstance(found, Exception):
+                raise found
+            if found is not None:
+                added[index_id] = found  # type: ignore[assignment]
         known.update(added)
         with self._known_lock:
             if stale or self._known_cache is None:
