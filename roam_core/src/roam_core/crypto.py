@@ -151,21 +151,25 @@ def seal(key: bytes, kind: bytes, object_id: str, plaintext: bytes,
     return header + _aead(key).encrypt(nonce, plaintext, header + object_id.encode("ascii"))
 
 
-def open_sealed(key: bytes, kind: bytes, object_id: str, sealed: bytes, what: str,
-                versions: Collection[int] = (FORMAT_VERSION,)) -> bytes:
+def open_sealed(key: bytes, kind: bytes, object_id: str, sealed: bytes | memoryview,
+                what: str, versions: Collection[int] = (FORMAT_VERSION,)) -> bytes:
     """Authenticate and decrypt a sealed object, or raise `IntegrityError` naming `what`.
 
     `versions`: the header format bytes accepted (HEAD accepts each store format).
+    `sealed` may be a view into a larger buffer (a blob in a pack span): the body is
+    decrypted where it lies, never copied first (a copy of each blob, and another of its
+    body, were two fresh buffers the size of every file a pull wrote).
     """
     from cryptography.exceptions import InvalidTag
 
-    if len(sealed) < HEADER_BYTES + TAG_BYTES or sealed[:2] != MAGIC:
+    header = bytes(sealed[:HEADER_BYTES])
+    if len(sealed) < HEADER_BYTES + TAG_BYTES or header[:2] != MAGIC:
         raise IntegrityError(f"integrity error: {what} is truncated or not a roam object")
-    if sealed[2] not in versions:
-        raise IntegrityError(f"integrity error: {what} has unknown format version {sealed[2]}")
-    if sealed[3:4] != kind:
+    if header[2] not in versions:
+        raise IntegrityError(f"integrity error: {what} has unknown format version {header[2]}")
+    if header[3:4] != kind:
         raise IntegrityError(f"integrity error: {what} is not the kind of object expected")
-    header, body = sealed[:HEADER_BYTES], sealed[HEADER_BYTES:]
+    body = memoryview(sealed)[HEADER_BYTES:]
     nonce = header[4:]
     try:
         return _aead(key).decrypt(nonce, body, header + object_id.encode("ascii"))

@@ -510,7 +510,7 @@ class Repository(TreeReads):
         if len(sealed) != length:
             raise IntegrityError(f"integrity error: {what} is truncated")
         data = codec.decode(crypto.open_sealed(self.keys.encryption, crypto.KIND_BLOB, blob_id,
-                                               bytes(sealed), what), what)
+                                               sealed, what), what)
         digest = hashlib.sha256(data).digest()
         if self.keys.name(crypto.KIND_BLOB, digest) != blob_id:
             raise IntegrityError(f"integrity error: {what} does not match its name")
