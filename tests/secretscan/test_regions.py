@@ -44,6 +44,9 @@ def run_search(request, monkeypatch) -> str:
 @pytest.mark.parametrize("seed", range(12))
 def test_windows_find_what_a_whole_read_finds(seed: int, run_search: str) -> None:
     assert (regions.compiled_runs(TOKEN_RUN) is None) == (run_search == "stdlib")
+    # the one-pass program follows the run search (a stdlib run that kept using RE2 would
+    # not test the fallback; a None kept after one would leave RE2 untested)
+    assert (regions.compiled_cores() is None) == (run_search == "stdlib")
     rng = random.Random(seed)
     parts = []
     for _ in range(40):

@@ -121,7 +121,6 @@ def compiled_runs(minimum: int) -> Any | None:
 KEY_BLOCK = b"PRIVATE KEY"
 
 
-@functools.lru_cache(maxsize=1)
 def compiled_cores() -> Any | None:
     """RE2's one program for every candidate a run gives; None without google-re2.
 
@@ -132,9 +131,13 @@ def compiled_cores() -> Any | None:
     gives what `long_runs`, `url_runs` and a search for `KEY_BLOCK` gave in three (one of
     them a `translate` for every text holding a URL), at the same speed per byte.
     """
-    runs = compiled_runs(TOKEN_RUN)  # the same module and options; None without it
-    if runs is None:
-        return None
+    runs = compiled_runs(TOKEN_RUN)  # None without google-re2
+    return None if runs is None else _cores_program(runs)
+
+
+@functools.lru_cache(maxsize=1)
+def _cores_program(runs: Any) -> Any:
+    """`compiled_cores`'s program, made once per `compiled_runs` program (the same module)."""
     import re2
 
     options = re2.Options()
