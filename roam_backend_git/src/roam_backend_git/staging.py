@@ -32,6 +32,10 @@ from roam_core.plugin import BackendError
 BLOB = 3
 #: Pack offsets from here on go to the index's table of 64-bit offsets.
 LARGE_OFFSET = 0x80000000
+#: A zlib stream's header for "deflate, 32 KiB window, fastest" (what level 0 writes).
+ZLIB_HEADER = b"\x78\x01"
+#: The most data one stored deflate block holds.
+STORED_BLOCK = 0xFFFF
 #: The staging file's name starts like git's own temporary packs, so `git gc` clears a
 #: leftover of a killed process.
 TMP_PREFIX = "tmp_roam_"
@@ -85,6 +89,30 @@ def index_v2(entries: list[tuple[bytes, int, int]], pack_checksum: bytes) -> byt
     return bytes(out)
 
 
+def stored_entry(header: bytes, data: bytes) -> list[list[bytes | memoryview]]:
+    """A pack entry holding `data` in a zlib stream of stored blocks, as a list of writes.
+
+    What `zlib.compress(data, 0)` makes, framed here instead: the data is not copied into
+    two fresh 16 MiB buffers (the stream, then the stream behind the entry's header), whose
+    pages were faulted in and zeroed each time, and goes out a block (~64 KiB) a write.
+    Staging the large home's 368 MiB of packs took a median 3.00 s of processor time the old
+    way (2.4-2.7 s of it system time, in most runs), 0.41 s this way
+    (bench/git_stage_writes.py, 6 alternating runs).
+    """
+    view = memoryview(data)
+    writes: list[list[bytes | memoryview]] = []
+    first: list[bytes | memoryview] = [header, ZLIB_HEADER]
+    for start in range(0, max(len(data), 1), STORED_BLOCK):
+        block = view[start:start + STORED_BLOCK]
+        final = start + STORED_BLOCK >= len(data)
+        size = len(block)
+        head = bytes((1 if final else 0,)) + struct.pack("<HH", size, size ^ 0xFFFF)
+        writes.append([*first, head, block])
+        first = []
+    writes[-1].append(struct.pack(">I", zlib.adler32(data)))
+    return writes
+
+
 @dataclass(frozen=True)
 class _Entry:
     offset: int
@@ -109,21 +137,29 @@ class StagingPack:
         sha = blob_id(data)
         # hashing and framing outside the lock: hashlib and zlib let the other worker run
         header = entry_header(BLOB, len(data))
-        entry = header + zlib.compress(data, 0)
-        crc = zlib.crc32(entry)
+        writes = stored_entry(header, data)
+        crc = 0
+        for write in writes:
+            for piece in write:
+                crc = zlib.crc32(piece, crc)
+        length = sum(len(piece) for write in writes for piece in write)
         with self._lock:
             if sha in self._entries:
                 return sha
             fd = self._open()
+            at = self._end
             try:
-                written = os.pwrite(fd, entry, self._end)
-                if written != len(entry):
-                    raise OSError(f"short write ({written} of {len(entry)} bytes)")
+                for write in writes:
+                    want = sum(len(piece) for piece in write)
+                    written = os.pwritev(fd, write, at)
+                    if written != want:
+                        raise OSError(f"short write ({written} of {want} bytes)")
+                    at += written
             except OSError as error:
                 raise BackendError(f"cannot write to the git mirror's staging pack "
                                    f"{self._path}: {error}") from None
-            self._entries[sha] = _Entry(self._end, len(entry), len(header), crc)
-            self._end += len(entry)
+            self._entries[sha] = _Entry(self._end, length, len(header), crc)
+            self._end += length
         return sha
 
     def holds(self, sha: str) -> bool:
