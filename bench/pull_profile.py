@@ -287,7 +287,12 @@ def pull_in_process(home: Path, profile: Path | None) -> None:
     for name, spent in sorted(threads.items()):
         print(f"{name:34s} {'':8s} {spent:8.2f}")
     with open("/proc/self/status") as status:
-        print(next(line for line in status if line.startswith("VmHWM")).strip())
+        lines = status.readlines()
+    print(next(line for line in lines if line.startswith("VmHWM")).strip())
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)  # every thread's, ended ones too
+    print(f"context switches: voluntary {usage.ru_nvcsw}, involuntary {usage.ru_nivcsw}")
     if profiler and profile:
         profiler.dump_stats(profile)
         print(f"profile written to {profile}")

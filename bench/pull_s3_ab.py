@@ -125,9 +125,10 @@ class Driver:
         self.roam(home, "init", env=env)
         return home
 
-    def phases(self, proxy: LatencyProxy, profile: Path | None) -> None:
+    def phases(self, proxy: LatencyProxy, profile: Path | None,
+               pythonpath: str | None = None) -> None:
         """One pull in a process timing its phases and threads (bench/pull_profile.py)."""
-        env = self.roam_env()
+        env = self.roam_env(pythonpath)
         home = self.device(proxy, env)
         proxy.reset()
         argv = [sys.executable, str(Path(__file__).with_name("pull_profile.py")), "phases-of",
@@ -165,13 +166,17 @@ class Driver:
         return wall, cpu, rss, summary.requests, summary.waves
 
 
+def _packages(checkout: Path) -> str:
+    """A `PYTHONPATH` running another checkout's roam."""
+    return os.pathsep.join(str(path) for path in sorted(checkout.glob("roam_*/src")))
+
+
 def run_rtt(driver: Driver, proxy: LatencyProxy, runs: int, other: Path | None,
             restic: bool, show: bool) -> None:
     driver.url = proxy.url
     tools: dict[str, Callable[[], Run]] = {"roam": driver.roam_pull(proxy, None, show)}
     if other is not None:
-        tools["roam-other"] = driver.roam_pull(proxy, os.pathsep.join(
-            str(p) for p in sorted(other.glob("roam_*/src"))), False)
+        tools["roam-other"] = driver.roam_pull(proxy, _packages(other), False)
     if restic:
         tools["restic"] = lambda: driver.restore(proxy)
     results: dict[str, list[Run]] = {name: [] for name in tools}
@@ -203,8 +208,9 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--other", type=Path, help="another checkout of roam to compare")
     parser.add_argument("--no-restic", action="store_true")
-    parser.add_argument("--phases", action="store_true",
-                        help="per RTT, first one pull timing its phases and threads")
+    parser.add_argument("--phases", type=int, default=0, metavar="N",
+                        help="per RTT, first N pulls timing their phases and threads "
+                             "(each followed by --other's)")
     parser.add_argument("--profile", type=Path, help="--phases: write a cProfile here")
     parser.add_argument("--timeline", action="store_true",
                         help="print each roam pull's requests with their waves")
@@ -218,8 +224,12 @@ def main() -> int:
         for rtt in (float(value) / 1000 for value in args.rtt_ms.split(",")):
             print(f"RTT {rtt * 1000:.0f} ms", flush=True)
             with latency_proxy(driver.port, rtt / 2) as proxy:
-                if args.phases:
+                for _round in range(args.phases):
+                    print("  phases of this checkout", flush=True)
                     driver.phases(proxy, args.profile)
+                    if args.other is not None:
+                        print(f"  phases of {args.other}", flush=True)
+                        driver.phases(proxy, None, _packages(args.other))
                 run_rtt(driver, proxy, args.runs, args.other, not args.no_restic,
                         args.timeline)
     driver.trash.empty()
