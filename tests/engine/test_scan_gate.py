@@ -209,17 +209,26 @@ def test_a_dead_or_free_scan_worker_stops_a_secret(
     assert stopped.code == 1 and f"{LAST}:4 github-token" in stopped.err, stopped.err
     assert sorted(root.rglob("*")) == before
     [scan] = scans
+    assert scan.fed  # a first push: the worker was fed the files while the walk went on
     assert not scan.reported if worker == "kill" else (scan.reported or scan.own)
 
 
 def test_a_large_first_push_starts_its_scan_worker_before_it_scans(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The worker imports while the push compares its files; a later small push starts none."""
+    """The walk feeds the worker its files as it finds them; a later small push starts none."""
     import roam_core.engine.push as push_module
 
     monkeypatch.setattr(scan_worker, "WORKER_MIN_BYTES", 1 << 20)  # the home holds ~1.3 MB
     events: list[str] = []
     spawn, outgoing = scan_worker._spawn, push_module.scan_outgoing
+    walked = scan_worker.WalkFeed.walked
+
+    def walk_over(self: scan_worker.WalkFeed) -> None:
+        # the feed started once 1 MiB was found, before the last folders
+        events.append("walked, feeding" if self._thread is not None else "walked")
+        walked(self)
+
+    monkeypatch.setattr(scan_worker.WalkFeed, "walked", walk_over)
 
     def spawning() -> subprocess.Popen[bytes]:
         events.append("spawn")
@@ -238,11 +247,61 @@ def test_a_large_first_push_starts_its_scan_worker_before_it_scans(
     dev = _home(tmp_path, {"backend": "local", "local_dir": str(root)})
 
     assert dev.roam("push").code == 0
-    assert events == ["spawn", "scan"]  # one worker, started before the scan began
+    assert "walked, feeding" in events and events.count("spawn") == 1
+    assert events.index("spawn") < events.index("scan")  # one worker, before the scan
     [scan] = started
-    assert len(scan.reported) + len(scan.own) == len(scan.files) > 40
+    assert scan.fed and len(scan.reported) + len(scan.own) == len(scan.files) > 40
+    assert scan.files[-1][0] == "skills/s39/SKILL.md"  # the walk's every folder was fed
 
     dev.write("skills/s00/SKILL.md", "changed\n")
     events.clear()
     assert dev.roam("push").code == 0
     assert events == ["scan"]  # not a first push: no worker started early (nor at all)
+
+
+def test_a_first_push_fed_by_its_walk_finds_a_secret_in_any_file_of_a_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The walk feeds the worker folder by folder; every file is scanned as itself."""
+    monkeypatch.setattr(scan_worker, "WORKER_MIN_BYTES", 0)
+    # no hand-over: the worker scans every file, so what it was fed is what is checked
+    monkeypatch.setattr(scan_worker.Handover, "hurry", lambda self, reason: None)
+    started: list[WorkerScan] = []
+    monkeypatch.setattr(WorkerScan, "_started", lambda self, proc: started.append(self))
+    root = tmp_path / "store"
+    root.mkdir()
+    dev = _home(tmp_path, {"backend": "local", "local_dir": str(root)})
+    for name in ("a", "b", "c", "d"):
+        secret = f"the user pasted {TOKEN}\n" if name == "c" else "nothing here\n"
+        dev.write(f"skills/many/{name}.md", f"# {name}\nplain words\n{secret}")
+    before = sorted(root.rglob("*"))
+
+    stopped = dev.roam("push")
+
+    assert stopped.code == 1, stopped.out + stopped.err
+    assert "skills/many/c.md:3 github-token" in stopped.err, stopped.err
+    assert stopped.err.count("github-token") == 1
+    assert sorted(root.rglob("*")) == before
+    [scan] = started
+    assert scan.fed and not scan.own and len(scan.reported) == len(scan.files) > 40
+
+
+def test_a_first_push_that_fails_after_its_walk_leaves_no_scan_worker(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The walk's feed started a worker; the push stops before its scan: the worker ends."""
+    from secretscan.test_pool import _descendants
+
+    monkeypatch.setattr(scan_worker, "WORKER_MIN_BYTES", 0)
+    started: list[WorkerScan] = []
+    monkeypatch.setattr(WorkerScan, "_started", lambda self, proc: started.append(self))
+    root = tmp_path / "store"
+    root.mkdir()
+    dev = _home(tmp_path, {"backend": "local", "local_dir": str(root), "max_file_mb": 1})
+    dev.write("skills/zzz/big.md", "word " * (300 * 1024))  # 1.5 MB: over max_file_mb
+    before = _descendants(os.getpid())
+
+    stopped = dev.roam("push")
+
+    assert stopped.code != 0 and "max_file_mb" in stopped.err, stopped.err
+    [scan] = started  # the feed did start a worker...
+    assert scan.proc is not None and scan.proc.returncode is not None  # ...and it ended
+    assert _descendants(os.getpid()) <= before

@@ -191,29 +191,39 @@ def test_the_worker_holds_no_secret_in_argv_or_environment(
     assert len(scan.reported) == 1 and not scan.own
 
 
-def test_a_worker_started_early_is_the_scans_and_an_unused_one_ends(tmp_path: Path) -> None:
-    """A large first push starts its worker before it knows its files (`start_early`)."""
+def test_a_walk_feed_is_the_scans_and_an_unused_one_ends(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A first push's walk feeds the worker folder by folder (`WalkFeed`); the scan takes it."""
+    from roam_core.engine.scan import LocalFile
+
+    monkeypatch.setattr(worker, "WORKER_MIN_BYTES", 1)
     files = _files(tmp_path)
-    taken: list[subprocess.Popen[bytes]] = []
-
-    class Early(WorkerScan):
-        def _started(self, proc: subprocess.Popen[bytes]) -> None:
-            taken.append(proc)
-
+    home = f"{tmp_path}/"
+    # as the walk makes them: the home's folder shared, a full location for any other file
+    walked = [LocalFile(rel, home if location == home + rel else location, size, 0o644,
+                        [size, 0, 0, 0]) for rel, location, size in files]
+    assert any(item.where == home for item in walked)
+    config = LocalFile("config.yaml", home, 9, 0o644, [9, 0, 0, 0],
+                       is_config=True)  # travels as a projection: not fed
     with worker.early_workers():
-        worker.start_early()
-        worker.start_early()  # one at most
-        held = worker._EARLY.get()
-        assert held is not None and len(held) == 1
-        early = held[0]
-        found = Early(_scanner(), files, Handover()).run()
-    assert taken == [early] and found == _serial(files)  # the early one scanned
-    assert len(Early(_scanner(), files, Handover()).run()) == len(files)  # outside: its own
-    assert taken[1] is not early
+        feed = worker.feed_walk(_scanner)
+        assert feed is not None and worker.feed_walk(_scanner) is None  # one a push
+        for start in range(0, len(walked), 3):  # three files a folder
+            feed.found([*walked[start:start + 3], config])
+        feed.walked()
+        scan = worker.take_fed()
+        assert scan is not None and scan.fed and worker.take_fed() is None
+        found = scan.run()
+    assert found == _serial(files) and list(scan.files) == files
+    assert len(scan.reported) + len(scan.own) == len(files)
 
-    with worker.early_workers():  # a push that never scans: its early worker ends with it
-        worker.start_early()
-        unused = worker._EARLY.get()[0]
-    assert unused.returncode == -signal.SIGKILL and unused.stdout.closed
-    worker.start_early()  # outside a push: nothing is started
-    assert worker._EARLY.get() is None
+    with worker.early_workers():  # a push that never scans: its feed's worker ends with it
+        feed = worker.feed_walk(_scanner)
+        assert feed is not None
+        feed.found(walked)
+        feed._ready.wait()
+        unused = feed.scan
+    assert unused is not None and unused.proc is not None
+    assert unused.proc.returncode == -signal.SIGKILL and unused.proc.stdout.closed
+    assert worker.feed_walk(_scanner) is None  # outside a push: nothing is fed
+

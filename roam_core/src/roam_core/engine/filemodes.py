@@ -14,6 +14,7 @@ import json
 import os
 import secrets
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 from roam_core.engine.scan import LocalFile, list_shared
@@ -81,7 +82,12 @@ def carried_modes(session: Session, state: LocalState) -> dict[str, int] | None:
     return {rel: entry.mode or 0o644 for rel, entry in state.base.items()}
 
 
-def home_files(session: Session, state: LocalState) -> dict[str, LocalFile]:
-    """Every shared file of the home, with modes carried forward where the disk keeps none."""
+def home_files(session: Session, state: LocalState,
+               found: Callable[[list[LocalFile]], None] | None = None
+               ) -> dict[str, LocalFile]:
+    """Every shared file of the home, with modes carried forward where the disk keeps none.
+
+    `found` is told of each folder's files as the walk finds them (`list_shared`).
+    """
     return list_shared(session.scope, state.projections,
-                       modes=carried_modes(session, state))
+                       modes=carried_modes(session, state), found=found)

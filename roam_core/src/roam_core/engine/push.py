@@ -36,7 +36,7 @@ from roam_core.scope.walk import hidden_by
 from roam_core.secretscan.scan import Finding, Scanner, SecretsFound
 
 if TYPE_CHECKING:
-    from roam_core.secretscan.worker import Handover
+    from roam_core.secretscan.worker import Handover, WalkFeed, WorkerScan
 from roam_core.store.gate import GateClosed, UploadGate
 from roam_core.store.manifest import FileEntry, Manifest, over_limits, synced_mode
 from roam_core.store.objects import Head, Snapshot, snapshot_key, tree_key
@@ -203,8 +203,12 @@ def _push(session: Session, state: LocalState, reads: PushReads, started: float,
     host_keys = scope.host_keys
     inventory.refresh(session.root)  # roam's own file, so a dry run previews it too
     # archive/sessions/ in the store is the session archive's; a home file there never travels
-    files = {rel: item for rel, item in home_files(session, state).items()
+    feed = _scan_feed(session, state, dry_run or force)
+    files = {rel: item for rel, item in home_files(session, state,
+                                                   feed.found if feed else None).items()
              if not is_archive(rel)}
+    if feed is not None:
+        feed.walked()
     skipped = list(scope.skipped)
     hidden = hidden_by(skipped)
     check_limits(files)
@@ -213,7 +217,6 @@ def _push(session: Session, state: LocalState, reads: PushReads, started: float,
         if item.size > limit:
             raise UserError(f"{item.rel} is {item.size // (1 << 20)} MiB, over max_file_mb "
                             f"({limit // (1 << 20)}); raise it or add a local: rule for it")
-    _start_scan_worker(session, state, files, dry_run or force)
     # The session archive is exported before the scan compares anything: its transcripts
     # join the files under this device's namespace (archive/sessions/<device>/...).
     archive = sessions_tier.stage(session)
@@ -418,11 +421,14 @@ def _push(session: Session, state: LocalState, reads: PushReads, started: float,
 
 
 def scan_outgoing(session: Session, to_send: Sequence[LocalFile], host_keys: tuple[str, ...],
-                  result: PushResult, handover: Handover | None = None) -> list[Finding]:
+                  result: PushResult, handover: Handover | None = None,
+                  early: WorkerScan | None = None) -> list[Finding]:
     """Secret findings in the files about to be uploaded (only changed ones reach here).
 
     With `handover` (the scan beside the packing), a large push's plain files are scanned by
-    a worker process, this thread taking over when the push waits for the verdict.
+    a worker process, this thread taking over when the push waits for the verdict; `early`
+    is that scan when the walk's feed started it (`_scan_feed`), with its scanner. A file
+    it was not fed is scanned here.
     """
     import time
 
@@ -430,10 +436,11 @@ def scan_outgoing(session: Session, to_send: Sequence[LocalFile], host_keys: tup
 
     started = time.perf_counter()
     cpu = time.thread_time() + _children_cpu()
-    scanner = scanner_for(session.root, session.state_dir, session.settings)
+    scanner = early.scanner if early is not None else \
+        scanner_for(session.root, session.state_dir, session.settings)
     findings: list[Finding] = []
     redact = session.core.redact_memories
-    pooled = _scan_pooled(scanner, to_send, handover, result)
+    pooled = _scan_pooled(scanner, to_send, handover, result, early)
     # by path first: an `Outgoing` makes a file's record only when it is read, and the
     # pooled files (all but the configs, beside the packing) need none
     rels = to_send.rels if isinstance(to_send, Outgoing) else [item.rel for item in to_send]
@@ -471,21 +478,22 @@ def scan_outgoing(session: Session, to_send: Sequence[LocalFile], host_keys: tup
     return findings
 
 
-def _start_scan_worker(session: Session, state: LocalState, files: Mapping[str, LocalFile],
-                       scan_first: bool) -> None:
-    """On a large first push, start the scan's worker while the push compares its files.
+def _scan_feed(session: Session, state: LocalState, scan_first: bool) -> WalkFeed | None:
+    """On a first push scanning beside its packing, a feed of the walk's files to the scan.
 
     Only a first push (from generation 0, init's empty one, or none): every file is new, so
-    what the walk found is what the scan will read (a later push knows what changed only
-    after comparing, and most later pushes are small).
+    what the walk finds is what the scan will read (a later push knows what changed only
+    after comparing, and most later pushes are small). The feed starts the scan's worker
+    once the walk has found `WORKER_MIN_BYTES` of plain files (secretscan/worker.py).
     """
     from roam_core.secretscan import worker
 
     if state.generation or scan_first or session.core.redact_memories:
-        return  # not a first push, or the scan runs first, in the push's own thread
-    plain = sum(item.size for item in files.values() if not item.is_config)
-    if plain >= worker.WORKER_MIN_BYTES:
-        worker.start_early()
+        return None  # not a first push, or the scan runs first, in the push's own thread
+    from roam_core.secretscan.scan import scanner_for
+
+    return worker.feed_walk(lambda: scanner_for(session.root, session.state_dir,
+                                                session.settings))
 
 
 def _scan_beside(session: Session, to_send: Sequence[LocalFile], host_keys: tuple[str, ...],
@@ -501,17 +509,19 @@ def _scan_beside(session: Session, to_send: Sequence[LocalFile], host_keys: tupl
     import contextvars
     import threading
 
+    from roam_core.secretscan import worker
     from roam_core.secretscan.worker import Handover
 
     outcome: dict[str, object] = {}
-    handover = Handover()
+    early = worker.take_fed()  # a first push's scan, already under way
+    handover = early.handover if early is not None else Handover()
     gate.on_stall = lambda: handover.hurry("stalled")
     gate.on_close = handover.cancel
 
     def scan() -> None:
         try:
             outcome["findings"] = found = scan_outgoing(session, to_send, host_keys, result,
-                                                        handover)
+                                                        handover, early)
         except BaseException as error:  # re-raised by the verdict, in the push's thread
             outcome["error"] = error
             gate.close()
@@ -543,7 +553,8 @@ def _children_cpu() -> float:
 
 
 def _scan_pooled(scanner: Scanner, to_send: Sequence[LocalFile], handover: Handover | None,
-                 result: PushResult) -> dict[str, list[Finding] | None]:
+                 result: PushResult, early: WorkerScan | None = None
+                 ) -> dict[str, list[Finding] | None]:
     """Findings of the plain files of a large push, scanned in other processes.
 
     Beside the packing (`handover`), by one worker process and this thread at the end
@@ -562,9 +573,12 @@ def _scan_pooled(scanner: Scanner, to_send: Sequence[LocalFile], handover: Hando
     if handover is not None:
         from roam_core.secretscan import worker
 
-        if total < worker.WORKER_MIN_BYTES:
+        if early is not None:  # fed the walk's files (the ones sent, on a first push)
+            scan = early
+        elif total < worker.WORKER_MIN_BYTES:
             return {}
-        scan = worker.WorkerScan(scanner, plain, handover)
+        else:
+            scan = worker.WorkerScan(scanner, plain, handover)
         found = scan.run()
         result.scan_worker_files, result.scan_handover = len(scan.reported), handover.reason
         return found

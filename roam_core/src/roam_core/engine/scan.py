@@ -12,7 +12,7 @@ import io
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
@@ -249,12 +249,16 @@ def _migrate_cache(conn: sqlite3.Connection, legacy: Path) -> None:
 
 
 def list_shared(scope: ScopeModel, projections: Mapping[str, str] | None = None, *,
-                modes: Mapping[str, int] | None = None) -> dict[str, LocalFile]:
+                modes: Mapping[str, int] | None = None,
+                found: Callable[[list[LocalFile]], None] | None = None
+                ) -> dict[str, LocalFile]:
     """Every shared regular file of the home (no content read).
 
     `projections` are the config projections this device last accepted (the state).
     `modes` is given when the home's file system keeps no modes (`engine.filemodes`): a
     file's mode is then its entry there, or 0644 for a new file, never what the disk says.
+    `found` is told of each folder's files as the walk finds them (a first push's secret
+    scan starts on them while the walk goes on).
     """
     files: dict[str, LocalFile] = {}
     home = f"{scope.root}/"
@@ -273,6 +277,8 @@ def list_shared(scope: ScopeModel, projections: Mapping[str, str] | None = None,
                 st.st_mode & 0o777 if modes is None else modes.get(rel, 0o644),
                 [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns],
                 projected, None, projections.get(rel) if projected else None)
+        if found is not None:
+            found([files[prefix + name] for name, _st in run])
     return files
 
 

@@ -27,8 +27,9 @@ import contextvars
 import pickle
 import sys
 import threading
-from collections.abc import Iterator, Sequence
-from typing import IO, TYPE_CHECKING
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import IO, TYPE_CHECKING, Any, overload
 
 from roam_core.secretscan.pool import worker_env
 from roam_core.secretscan.scan import Finding, Scanner
@@ -83,60 +84,203 @@ def _spawn() -> subprocess.Popen[bytes]:
                             stderr=subprocess.DEVNULL, env=worker_env())
 
 
-def _end(proc: subprocess.Popen[bytes]) -> None:
-    """Stop a worker that was never given work (or whose work is done)."""
-    if proc.poll() is None:
-        proc.kill()
-    proc.wait()
-    for pipe in (proc.stdin, proc.stdout):
-        if pipe is not None:
-            pipe.close()
-
-
-#: Workers started before the push knew its files (`start_early`), for its scan to take.
-_EARLY: contextvars.ContextVar[list[subprocess.Popen[bytes]] | None] = contextvars.ContextVar(
-    "roam_scan_worker_early", default=None)
+#: A first push's scan fed while its walk finds the files (`WalkFeed`), for its scan to take.
+_FED: contextvars.ContextVar[list[WalkFeed] | None] = contextvars.ContextVar(
+    "roam_scan_worker_fed", default=None)
 
 
 @contextlib.contextmanager
 def early_workers() -> Iterator[None]:
-    """A push's scope for `start_early`: a worker it started and the scan never took ends here.
+    """A push's scope for `feed_walk`: a feed (and worker) the scan never took ends here.
 
-    A push that ends without its scan taking the worker (nothing changed after all, a
-    finding, an error) kills it on the way out. Nothing secret reaches a worker before its
-    work does (pickled on its stdin by `WorkerScan`).
+    A push that ends without its scan taking the feed (nothing changed after all, an
+    error after the walk) stops its thread and kills its worker on the way out. Nothing
+    secret reaches a worker before its work does (pickled on its stdin).
     """
-    held: list[subprocess.Popen[bytes]] = []
-    token = _EARLY.set(held)
+    fed: list[WalkFeed] = []
+    token = _FED.set(fed)
     try:
         yield
     finally:
-        _EARLY.reset(token)
-        while held:
+        _FED.reset(token)
+        while fed:
             try:
-                proc = held.pop()
-            except IndexError:  # the scan's thread took it meanwhile
+                feed = fed.pop()
+            except IndexError:  # the push's scan took it meanwhile
                 break
-            _end(proc)
+            feed.close()
 
 
-def start_early() -> None:
-    """Start the scan's worker now, before the push has compared its files.
+class FedFiles(Sequence[tuple[str, str, int]]):
+    """(path, location, size) of the files a walk found so far, held as columns.
 
-    A large first push scans beside the packing, and the packer stalls at the gate until
-    the scan's verdict, so the worker's start (a fresh interpreter importing the scanner:
-    ~0.07 s of processor time, more of wall time) delays every pack. Started once the walk
-    has shown a large first push, it imports while the push reads its stat cache, the
-    reference and the session archive; `WorkerScan` takes it. Outside `early_workers`, or
-    with one already started, this does nothing.
+    Appended to by the walk's thread while the feed's thread reads what came before.
     """
-    held = _EARLY.get()
-    if held is None or held:
-        return
+
+    def __init__(self) -> None:
+        self.rels: list[str] = []
+        self._sizes = array("q")
+        self._home: str | None = None
+        self._elsewhere: dict[int, str] = {}  # index → location, for a file not below home
+
+    def add(self, items: Iterable[Any]) -> int:
+        """Add the plain files of `items` (`LocalFile`s of one folder); their bytes."""
+        plain = [item for item in items if not item.is_config]
+        if not plain:
+            return 0
+        if self._home is None and plain[0].where.endswith("/"):
+            self._home = plain[0].where
+        home, first = self._home, len(self.rels)
+        for at, item in enumerate(plain):
+            if item.where is not home and item.where != home:
+                self._elsewhere[first + at] = item.location
+        sizes = [item.size for item in plain]
+        self._sizes.extend(sizes)
+        self.rels.extend([item.rel for item in plain])  # last: who sees a path sees the rest
+        return sum(sizes)
+
+    def columns(self, start: int, end: int) -> tuple[object, ...]:
+        """Files `start` to `end` as the worker reads them (`_fed`): columns, not records."""
+        return (self._home, self.rels[start:end], self._sizes[start:end].tobytes(),
+                {at - start: where for at, where in self._elsewhere.items()
+                 if start <= at < end} if self._elsewhere else {})
+
+    def __len__(self) -> int:
+        return len(self.rels)
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[str, str, int]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[tuple[str, str, int]]: ...
+
+    def __getitem__(self, index: int | slice
+                    ) -> tuple[str, str, int] | Sequence[tuple[str, str, int]]:
+        if isinstance(index, slice):
+            return [self[at] for at in range(*index.indices(len(self)))]
+        rel = self.rels[index]
+        return rel, self._elsewhere.get(index) or f"{self._home}{rel}", self._sizes[index]
+
+
+class WalkFeed:
+    """A first push's scan, fed the walk's files while the walk goes on.
+
+    A first push sends every file its walk finds, so its scan need not wait for the walk,
+    the stat cache, the reference and the comparing: while they keep one core busy, the
+    other is idle. Once the walk has found `WORKER_MIN_BYTES` of plain files, a thread of
+    this feed builds the scanner, starts the worker and writes it each folder's files as
+    they come (the worker scans them in that order); the push's scan takes the running
+    `WorkerScan` (`take_fed`) and scans, as ever, any file it sends that the feed did not
+    name (the session archive's). The push's scope (`early_workers`) stops a feed never
+    taken; a feed that failed (the scanner could not be built, the worker not started) is
+    not taken, and the push's scan starts afresh (fail closed).
+    """
+
+    def __init__(self, make_scanner: Callable[[], Scanner]) -> None:
+        self._make_scanner = make_scanner
+        self.files = FedFiles()
+        self.handover = Handover()
+        self.scan: WorkerScan | None = None
+        self._bytes = 0
+        self._sent = 0
+        self._walked = False
+        self._closed = False
+        self._failed = False
+        self._ready = threading.Event()
+        self._more = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def found(self, items: Iterable[Any]) -> None:
+        """The walk found these files (`LocalFile`s; configs travel as projections: skipped)."""
+        self._bytes += self.files.add(items)
+        if self._thread is None:
+            if self._bytes >= WORKER_MIN_BYTES:
+                self._thread = threading.Thread(target=self._feed, name="roam-scan-feed",
+                                                daemon=True)
+                self._thread.start()
+        else:
+            with self._more:
+                self._more.notify()
+
+    def walked(self) -> None:
+        """The walk is over: every file is named."""
+        with self._more:
+            self._walked = True
+            self._more.notify()
+
+    def _feed(self) -> None:
+        try:
+            scan = WorkerScan(self._make_scanner(), self.files, self.handover)
+            scan.fed = True
+            scan.begin()
+            self.scan = scan
+        except BaseException:
+            self._failed = True
+            return
+        finally:
+            self._ready.set()
+        proc = scan.proc
+        try:
+            if proc is None or proc.stdin is None:
+                raise OSError("no worker")
+            pickle.dump(scan.header(None), proc.stdin)
+            while True:
+                with self._more:
+                    self._more.wait_for(lambda: self._closed or self._walked
+                                        or len(self.files) > self._sent)
+                    if self._closed:
+                        return
+                    upto, last = len(self.files), self._walked
+                pickle.dump(self.files.columns(self._sent, upto), proc.stdin)
+                proc.stdin.flush()
+                self._sent = upto
+                if last and upto == len(self.files):
+                    pickle.dump(None, proc.stdin)
+                    proc.stdin.close()
+                    return
+        except (OSError, ValueError, pickle.PickleError):
+            pass  # the worker is gone (or was stopped): its reports end, the push scans
+
+    def take(self) -> WorkerScan | None:
+        """The running scan of every file fed, or None (not started, or failed: stopped)."""
+        if self._thread is None:
+            return None
+        self._ready.wait()
+        if self._failed or self.scan is None:
+            self.close()
+            return None
+        return self.scan
+
+    def close(self) -> None:
+        """Stop the feed and its worker (a push that never took it, or gave up)."""
+        with self._more:
+            self._closed = True
+            self._more.notify()
+        if self._thread is not None:
+            self._ready.wait()
+            if self.scan is not None:
+                self.scan.close()
+            self._thread.join()
+
+
+def feed_walk(make_scanner: Callable[[], Scanner]) -> WalkFeed | None:
+    """A `WalkFeed` for this push's scan (None outside `early_workers`, or fed already)."""
+    fed = _FED.get()
+    if fed is None or fed:
+        return None
+    feed = WalkFeed(make_scanner)
+    fed.append(feed)
+    return feed
+
+
+def take_fed() -> WorkerScan | None:
+    """The scan a `WalkFeed` of this push started, if any (see `WalkFeed.take`)."""
+    fed = _FED.get()
     try:
-        held.append(_spawn())
-    except OSError:
-        pass  # the scan starts its own (or scans in the push's thread)
+        feed = fed.pop() if fed else None
+    except IndexError:
+        feed = None
+    return feed.take() if feed is not None else None
 
 
 class WorkerScan:
@@ -154,6 +298,33 @@ class WorkerScan:
         self.own: dict[int, Found] = {}
         self.worker_ended = False
         self.proc: subprocess.Popen[bytes] | None = None
+        #: a `WalkFeed` writes the worker its files (else `_talk` writes them all at once)
+        self.fed = False
+        self._reader: threading.Thread | None = None
+        self._begun = False
+
+    def header(self, files: list[tuple[str, str, int]] | None) -> tuple[object, ...]:
+        """The worker's work: the scanner's parts, `files` (None: they follow, `WalkFeed`)."""
+        return (self.scanner.literals, self.scanner.extra, self.scanner.allowed, files,
+                BATCH_FILES, BATCH_BYTES)
+
+    def begin(self) -> None:
+        """Start the worker on the files (`run` does, unless this was called before)."""
+        if self._begun:
+            return
+        self._begun = True
+        try:
+            self.proc = self._start()
+            self._reader = threading.Thread(target=self._talk, name="roam-scan-worker",
+                                            daemon=True)
+            self._reader.start()
+        except OSError:
+            self.worker_ended = True  # no worker: the parent scans everything
+
+    def close(self) -> None:
+        """Stop a scan that will not be run (its worker killed, its reader joined)."""
+        self.handover.cancel()
+        self._stop(self._reader)
 
     def run(self) -> dict[str, Found]:
         """Findings by path (None: vanished) of every file.
@@ -163,13 +334,8 @@ class WorkerScan:
             OSError: a file the parent could not read (as the serial scan would).
         """
         cond = self.handover.cond
-        reader = None
-        try:
-            self.proc = self._start()
-            reader = threading.Thread(target=self._talk, name="roam-scan-worker", daemon=True)
-            reader.start()
-        except OSError:
-            self.worker_ended = True  # no worker: the parent scans everything
+        self.begin()
+        reader = self._reader
         try:
             with cond:
                 cond.wait_for(lambda: self.worker_ended or self.handover.cancelled
@@ -183,8 +349,7 @@ class WorkerScan:
                 for index, (rel, _location, _size) in enumerate(self.files)}
 
     def _start(self) -> subprocess.Popen[bytes]:
-        held = _EARLY.get()
-        proc = held.pop() if held else _spawn()  # `pop`: atomic, taken once
+        proc = _spawn()
         self._started(proc)
         return proc
 
@@ -196,14 +361,12 @@ class WorkerScan:
         proc = self.proc
         assert proc is not None and proc.stdin is not None and proc.stdout is not None
         try:
-            try:
-                payload = (self.scanner.literals, self.scanner.extra, self.scanner.allowed,
-                           [(rel, location, size) for rel, location, size in self.files],
-                           BATCH_FILES, BATCH_BYTES)
-                pickle.dump(payload, proc.stdin)
-                proc.stdin.close()
-            except OSError:
-                return  # the worker is gone (or was stopped): the parent scans the rest
+            if not self.fed:
+                try:
+                    pickle.dump(self.header(list(self.files)), proc.stdin)
+                    proc.stdin.close()
+                except OSError:
+                    return  # the worker is gone (or was stopped): the parent scans the rest
             while True:
                 batch = pickle.load(proc.stdout)  # our own child's answer
                 with self.handover.cond:
@@ -254,11 +417,11 @@ def _worker(source: IO[bytes], sink: IO[bytes]) -> None:
     try:
         literals, extra, allowed, files, batch_files, batch_bytes = pickle.load(source)
     except EOFError:
-        return  # started early, then not needed: the push closed our stdin
+        return  # not needed after all: the push closed our stdin
     scanner = Scanner(literals, extra, allowed)
     batch: list[Found] = []
     scanned = 0
-    for rel, location, size in files:
+    for rel, location, size in files if files is not None else _fed(source):
         try:
             batch.append(scanner.scan_file(rel, location))
         except FileNotFoundError:
@@ -271,6 +434,14 @@ def _worker(source: IO[bytes], sink: IO[bytes]) -> None:
     if batch:
         pickle.dump(batch, sink)
         sink.flush()
+
+
+def _fed(source: IO[bytes]) -> Iterator[tuple[str, str, int]]:
+    """The files a `WalkFeed` writes (`FedFiles.columns`), folder by folder, until its None."""
+    while (columns := pickle.load(source)) is not None:
+        home, rels, sizes, elsewhere = columns
+        for at, (rel, size) in enumerate(zip(rels, array("q", sizes), strict=True)):
+            yield rel, elsewhere.get(at) or f"{home}{rel}", size
 
 
 if __name__ == "__main__":
