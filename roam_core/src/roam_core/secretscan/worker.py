@@ -29,7 +29,7 @@ import sys
 import threading
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import IO, TYPE_CHECKING, Any, overload
+from typing import IO, TYPE_CHECKING, Any
 
 from roam_core.secretscan.pool import worker_env
 from roam_core.secretscan.scan import Finding, Scanner
@@ -148,14 +148,7 @@ class FedFiles(Sequence[tuple[str, str, int]]):
     def __len__(self) -> int:
         return len(self.rels)
 
-    @overload
-    def __getitem__(self, index: int) -> tuple[str, str, int]: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[tuple[str, str, int]]: ...
-
-    def __getitem__(self, index: int | slice
-                    ) -> tuple[str, str, int] | Sequence[tuple[str, str, int]]:
+    def __getitem__(self, index: Any) -> Any:  # (path, location, size); a list for a slice
         if isinstance(index, slice):
             return [self[at] for at in range(*index.indices(len(self)))]
         rel = self.rels[index]
