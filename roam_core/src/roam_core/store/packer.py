@@ -13,7 +13,8 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-from collections.abc import Callable, Mapping
+from array import array
+from collections.abc import Callable, Iterator, Mapping
 from typing import BinaryIO
 
 from roam_core import crypto
@@ -68,12 +69,12 @@ class Packer:
         self._present = present
         #: Packs a known blob named that the store no longer holds: their blobs went again.
         self.lost_packs: set[str] = set()
-        self.locations: dict[str, BlobRef] = {}
+        #: The blobs this push queued, and where each sits once its pack is sealed.
+        self.locations = NewBlobs()
         limit = repo.backend.capabilities.max_object_size
         self.pack_target = min(PACK_TARGET, limit // 2) if limit else PACK_TARGET
         self._raw: list[tuple[str, bytes]] = []  # chunks waiting for the current pack
         self._raw_bytes = 0
-        self._queued: set[str] = set()
         self._stages = _stages(repo, workers)
         if gate is not None:
             # when the caller waits for room while packs are held at the gate, it waits for
@@ -139,7 +140,7 @@ class Packer:
         if digest is None:
             digest = hashlib.sha256(data).digest()
         blob_id = self.repo.keys.name(crypto.KIND_BLOB, digest)
-        if blob_id in self._queued:
+        if blob_id in self.locations.queued:
             return blob_id
         known = self.known.get(blob_id)
         if known is not None:
@@ -148,7 +149,7 @@ class Packer:
                 return blob_id
             self.lost_packs.add(known[1])
             del self.known[blob_id]
-        self._queued.add(blob_id)
+        self.locations.queue(blob_id)
         if len(data) < SMALL_CHUNK:
             # A short read comes back in a buffer sized for a whole chunk and shrunk: kept
             # until its pack is sealed, each would pin a chunk-sized hole in the heap, so a
@@ -220,7 +221,7 @@ class Packer:
         pack = pack_key(hashlib.sha256(data).hexdigest())
         refs = [(blob_id, pack, offset, length) for blob_id, offset, length in offsets]
         with self._lock:
-            self.locations.update({ref[0]: ref for ref in refs})
+            self.locations.place(refs)
         return data, refs
 
     def seal_all(self) -> None:
@@ -250,15 +251,14 @@ class Packer:
         The packs still travelling need none of them: each worker holds its own pack's refs.
         """
         self.known = {}
-        self.locations = {}
-        self._queued = set()
+        self.locations = NewBlobs()
 
     def abandon(self) -> None:
         """Stop the upload workers without storing what is buffered (the gate is closed)."""
         self._raw, self._raw_bytes = [], 0
         self._stages.close()
 
-    def finish(self) -> dict[str, BlobRef]:
+    def finish(self) -> Mapping[str, BlobRef]:
         """Upload what is buffered, wait for every upload; return where each new blob lives."""
         try:
             self._flush()
@@ -266,6 +266,60 @@ class Packer:
         finally:
             self._stages.close()
         return self.locations
+
+
+class NewBlobs(Mapping[str, BlobRef]):
+    """Where each sealed blob of this push sits: blob id → (blob id, pack, offset, length).
+
+    One slot number per queued blob id and machine integers per slot, not a ref tuple and
+    its integers per blob: at 100,000 new blobs the tables were ~250 bytes a blob at the
+    packing's peak (issue 22). A blob queued and not yet sealed is in `queued` only.
+    """
+
+    def __init__(self) -> None:
+        #: blob id → its slot, from the moment it is queued
+        self.queued: dict[str, int] = {}
+        self._packs: list[str] = []
+        self._numbers = array("q")  # pack number (-1 until sealed), offset, length a slot
+        self._sealed = 0
+
+    def queue(self, blob_id: str) -> None:
+        """Note a blob that goes into a pack (its place is known once that is sealed)."""
+        self.queued[blob_id] = len(self._numbers) // 3
+        self._numbers.extend((-1, 0, 0))
+
+    def place(self, refs: list[BlobRef]) -> None:
+        """Note where the blobs of one sealed pack sit (they are all in `refs[0]`'s pack)."""
+        number = len(self._packs)
+        self._packs.append(refs[0][1])
+        numbers = self._numbers
+        for blob_id, _pack, offset, length in refs:
+            at = 3 * self.queued[blob_id]
+            numbers[at] = number
+            numbers[at + 1] = offset
+            numbers[at + 2] = length
+        self._sealed += len(refs)
+
+    def get(self, blob_id: str, default: BlobRef | None = None  # type: ignore[override]
+            ) -> BlobRef | None:
+        slot = self.queued.get(blob_id)
+        if slot is None or self._numbers[3 * slot] < 0:
+            return default
+        number, offset, length = self._numbers[3 * slot:3 * slot + 3]
+        return blob_id, self._packs[number], offset, length
+
+    def __getitem__(self, blob_id: str) -> BlobRef:
+        found = self.get(blob_id)
+        if found is None:
+            raise KeyError(blob_id)
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return (blob_id for blob_id, slot in list(self.queued.items())
+                if self._numbers[3 * slot] >= 0)
+
+    def __len__(self) -> int:
+        return self._sealed
 
 
 def _stages(repo: Repository, workers: int | None) -> PackStages:
