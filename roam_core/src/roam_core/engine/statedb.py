@@ -42,6 +42,8 @@ _SCHEMA = (
     "WITHOUT ROWID",
 )
 _UPSERT = "INSERT OR REPLACE INTO base VALUES (?, ?, ?, ?, ?, ?)"
+#: `json.dumps` with separators makes an encoder per call: a first push writes a row per file
+_COMPACT = json.JSONEncoder(separators=(",", ":")).encode
 BaseRow = tuple[str, int, int, str, str, str]
 
 
@@ -131,7 +133,7 @@ def read_serial(state_dir: Path) -> int | None:
 
 def entry_row(entry: FileEntry) -> BaseRow:
     return (entry.path, entry.size, entry.mode, entry.sha256, entry.scope,
-            json.dumps([list(ref) for ref in entry.blobs], separators=(",", ":")))
+            _COMPACT([list(ref) for ref in entry.blobs]))
 
 
 def row_entry(row: tuple[Any, ...]) -> FileEntry:
