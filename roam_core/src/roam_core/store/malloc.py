@@ -5,10 +5,10 @@ free, but left to itself it raises that threshold to the largest such buffer fre
 32 MiB). After the first pack every pack, sealed blob and read buffer is then carved from
 a heap or from the arena of whichever thread asked, and each arena keeps the pages it freed
 resident: an S3 pull (eight span readers, whole-pack spans) peaked 25-30% higher with the
-threshold moving (issue 22, docs/benchmarks.md). The packer does not fix it (a fresh zeroed
-mapping per chunk and pack buffer cost a first push a quarter more processor time); it only
-calls `release_free_memory` after each pack (docs/decisions.md). Elsewhere than glibc both
-calls do nothing.
+threshold moving (issue 22, docs/benchmarks.md). The packer fixes it too, and calls
+`release_free_memory` after each pack (it once read every small file into a 4 MiB buffer, a
+fresh zeroed mapping each with the threshold fixed; it reads them to size now:
+docs/decisions.md). Elsewhere than glibc both calls do nothing.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from roam_core import crypto
 from roam_core.store import codec
 from roam_core.store.catalog import KnownBlobs
 from roam_core.store.gate import UploadGate
-from roam_core.store.malloc import release_free_memory
+from roam_core.store.malloc import map_large_buffers, release_free_memory
 from roam_core.store.manifest import BlobRef
 from roam_core.store.objects import CHUNK_SIZE, PACK_TARGET, pack_key
 from roam_core.store.pipeline import PackStages
@@ -56,10 +56,12 @@ class Packer:
                  workers: int | None = None,
                  present: Callable[[str], bool] | None = None,
                  gate: UploadGate | None = None) -> None:
-        # glibc's mmap threshold is left to move here (store/malloc.py fixes it for the
-        # pull's readers): fixed at 256 KiB, every chunk and pack buffer was a fresh
-        # mapping, faulted in and zeroed, and the large home's first push took 6.3 s
-        # instead of 4.8 (processor 9.8 s against 7.6; docs/decisions.md)
+        # glibc's mmap threshold is fixed at 256 KiB again (store/malloc.py): left to move,
+        # it rose to a pack's size and the freed pack buffers stayed resident (~25 MiB at a
+        # 100,000-file first push's peak). It once cost the large home's first push a
+        # quarter more processor time, when every small file was read into a 4 MiB buffer
+        # (a fresh mapping each); read to size by `add_path`, no longer (docs/decisions.md)
+        map_large_buffers()
         self.repo = repo
         #: Sealed packs wait here before anything is stored (None: stored at once).
         self._gate = gate
