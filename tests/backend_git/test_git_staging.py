@@ -121,6 +121,20 @@ def test_a_pack_past_two_gib_of_offsets_is_indexed_with_large_offsets(tmp_path: 
     assert [int.from_bytes(large[i:i + 8], "big") for i in (0, 8)] == [2**31 + 5, 2**33]
 
 
+def _published(tmp_path: Path, open_backend: Opener,
+               count: int) -> tuple[GitBackend, GitBackend, dict[str, bytes]]:
+    """`count` objects written and published by one device, then fetched by a second."""
+    url = file_url(bare_repo(tmp_path / "remote"))
+    writer = open_backend(url)
+    objects = _objects(count)
+    for key, data in objects.items():
+        writer.put_new(key, data)
+    writer.swap_ref("HEAD", b"gen-1", None)
+    reader = open_backend(url)
+    assert reader.read_ref("HEAD") is not None  # the fetch
+    return writer, reader, objects
+
+
 def test_reads_come_straight_from_the_packs_without_a_git_process(
         tmp_path: Path, open_backend: Opener, git_calls: Counter[str]) -> None:
     """A pull reads every pack of the store: no `git cat-file` (a process and a pipe) per object.
@@ -128,16 +142,7 @@ def test_reads_come_straight_from_the_packs_without_a_git_process(
     On the large home a pull ran 71 `cat-file` processes piping 371 MiB out of git; the
     objects sit whole in the mirror's packs (level-0 zlib, no deltas), so roam reads them there.
     """
-    url = file_url(bare_repo(tmp_path / "remote"))
-    writer = open_backend(url)
-    # over 100 objects: git keeps the fetched pack (a smaller fetch is unpacked into loose
-    # objects, which git reads)
-    objects = _objects(110)
-    for key, data in objects.items():
-        writer.put_new(key, data)
-    writer.swap_ref("HEAD", b"gen-1", None)
-    reader = open_backend(url)
-    assert reader.read_ref("HEAD") is not None  # the fetch
+    writer, reader, objects = _published(tmp_path, open_backend, 110)
     git_calls.clear()
     assert {key: reader.get(key) for key in objects} == objects
     assert reader.get("packs/0a/p10", 100, 50) == objects["packs/0a/p10"][100:150]
@@ -150,14 +155,7 @@ def test_a_small_fetch_is_kept_as_a_pack_and_read_without_git(
         tmp_path: Path, open_backend: Opener, git_calls: Counter[str]) -> None:
     """An incremental pull fetches a few objects: git unpacked fewer than 100 into loose files,
     and each was then read through its own `git cat-file`."""
-    url = file_url(bare_repo(tmp_path / "remote"))
-    writer = open_backend(url)
-    objects = _objects(11)
-    for key, data in objects.items():
-        writer.put_new(key, data)
-    writer.swap_ref("HEAD", b"gen-1", None)
-    reader = open_backend(url)
-    assert reader.read_ref("HEAD") is not None  # the fetch
+    _, reader, objects = _published(tmp_path, open_backend, 11)
     git_calls.clear()
     assert {key: reader.get(key) for key in objects} == objects
     assert {key: reader.get(key, 3, 70_000) for key in objects} == {
