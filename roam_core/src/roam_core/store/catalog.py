@@ -106,8 +106,8 @@ def compact(refs: Iterable[Sequence[Any]]) -> Sequence[BlobRef]:
     return RefTable(sys.intern(pack), ids, offsets, lengths)
 
 
-def _found(ref: BlobRef | None, blob_id: str) -> BlobRef:
-    """`ref`, or `KeyError` for `blob_id` when there is none (a table's `get` said so)."""
+def found_ref(ref: BlobRef | None, blob_id: str) -> BlobRef:
+    """`ref`, or `KeyError` for `blob_id` when there is none (a blob table's `get` said so)."""
     if ref is None:
         raise KeyError(blob_id)
     return ref
@@ -159,7 +159,7 @@ class BlobTable(Mapping[str, BlobRef]):
         return -1
 
     def __getitem__(self, blob_id: str) -> BlobRef:
-        return _found(self.get(blob_id), blob_id)
+        return found_ref(self.get(blob_id), blob_id)
 
     def get(self, blob_id: str, default: BlobRef | None = None  # type: ignore[override]
             ) -> BlobRef | None:
@@ -214,7 +214,7 @@ class KnownBlobs(MutableMapping[str, BlobRef]):
         self.dropped: set[str] = set(dropped)
 
     def __getitem__(self, blob_id: str) -> BlobRef:
-        return _found(self.get(blob_id), blob_id)
+        return found_ref(self.get(blob_id), blob_id)
 
     def get(self, blob_id: str, default: BlobRef | None = None  # type: ignore[override]
             ) -> BlobRef | None:

@@ -19,7 +19,7 @@ from typing import BinaryIO
 
 from roam_core import crypto
 from roam_core.store import codec
-from roam_core.store.catalog import KnownBlobs
+from roam_core.store.catalog import KnownBlobs, found_ref
 from roam_core.store.gate import UploadGate
 from roam_core.store.malloc import map_large_buffers, release_free_memory
 from roam_core.store.manifest import BlobRef
@@ -311,10 +311,7 @@ class NewBlobs(Mapping[str, BlobRef]):
         return blob_id, self._packs[number], offset, length
 
     def __getitem__(self, blob_id: str) -> BlobRef:
-        found = self.get(blob_id)
-        if found is None:
-            raise KeyError(blob_id)
-        return found
+        return found_ref(self.get(blob_id), blob_id)
 
     def __iter__(self) -> Iterator[str]:
         return (blob_id for blob_id, slot in list(self.queued.items())
