@@ -55,7 +55,7 @@ class Outgoing(Sequence[LocalFile]):
         numbers = (item.size, item.mode, *item.signature)
         if self._home is None and item.where.endswith("/"):
             self._home = item.where
-        if item.is_config or item.redacted is not None or item.cached is not None \
+        if not item.travels_as_is or item.cached is not None \
                 or item.sha256 is not None or item.where != self._home \
                 or len(numbers) != _NUMBERS or not all(_LOW <= n < _HIGH for n in numbers):
             self._whole[index] = item
@@ -100,7 +100,7 @@ class Outgoing(Sequence[LocalFile]):
 
     def _is_plain(self, index: int) -> bool:
         whole = self._whole.get(index)
-        return whole is None or (not whole.is_config and whole.redacted is None)
+        return whole is None or whole.travels_as_is
 
     def packed(self, index: int, sha256: str, size: int, blob_ids: tuple[str, ...]) -> None:
         """Note what packing file `index` gave: its digest, size and blob ids."""

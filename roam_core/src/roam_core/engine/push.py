@@ -371,16 +371,16 @@ def _push(session: Session, state: LocalState, reads: PushReads, started: float,
             if gate is not None and gate.closed:
                 break  # a finding: read no further
             try:
-                if item.is_config or item.redacted is not None:
+                if item.travels_as_is:  # what `open_content` opens, read by descriptor
+                    sha, size, blob_ids = packer.add_path(item.location, item.size)
+                else:
                     with item.open_content(host_keys) as handle:
                         sha, size, blob_ids = packer.add_file(handle)
-                else:  # the file itself (what `open_content` opens), read by descriptor
-                    sha, size, blob_ids = packer.add_path(item.location, item.size)
             except FileNotFoundError:
                 _vanished(result, item.rel)  # deleted between the walk and the read
                 continue
             outgoing.packed(index, sha, size, blob_ids)
-            if not item.is_config and item.redacted is None:  # the cache holds its digest
+            if item.travels_as_is:  # the cache holds its digest
                 cache.remember(item, sha)
             if progress is not None:
                 progress.advance(size, files=1)
@@ -453,11 +453,11 @@ def scan_outgoing(session: Session, to_send: Sequence[LocalFile], host_keys: tup
         else:
             item = to_send[index]
             try:
-                if item.is_config or item.redacted is not None:
+                if item.travels_as_is:  # the file itself: by descriptor, in bounded chunks
+                    found = scanner.scan_file(item.rel, item.location)
+                else:
                     with item.open_content(host_keys) as handle:
                         found = scanner.scan_stream(item.rel, handle)  # in bounded chunks
-                else:  # the file itself: read by descriptor, in bounded chunks
-                    found = scanner.scan_file(item.rel, item.location)
             except FileNotFoundError:
                 continue
         result.scanned += 1
@@ -567,8 +567,7 @@ def _scan_pooled(scanner: Scanner, to_send: Sequence[LocalFile], handover: Hando
 
     # an `Outgoing`'s view makes each tuple when read (no string per file held meanwhile)
     plain = to_send.plain() if isinstance(to_send, Outgoing) else \
-        [(item.rel, item.location, item.size) for item in to_send
-         if not item.is_config and item.redacted is None]
+        [(item.rel, item.location, item.size) for item in to_send if item.travels_as_is]
     total = sum(size for _, _, size in plain)
     if handover is not None:
         from roam_core.secretscan import worker

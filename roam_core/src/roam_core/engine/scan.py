@@ -68,6 +68,11 @@ class LocalFile:
     def path(self) -> Path:
         return Path(self.location)
 
+    @property
+    def travels_as_is(self) -> bool:
+        """Whether the bytes that travel are the file on disk (no redacted copy, no projection)."""
+        return not self.is_config and self.redacted is None
+
     def projection(self, host_keys: Iterable[str] = ()) -> bytes:
         """A config's shared projection, parsed once per operation however often it is read."""
         if self._projected is None:
