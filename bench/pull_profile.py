@@ -35,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import homes
-from tools import ARCHIVE_KEY, RESTIC_PASSWORD, Trash, _clean_env, compile_roam
+from tools import ARCHIVE_KEY, RESTIC_PASSWORD, Trash, _clean_env, compile_roam, run_cli_here
 
 _LAUNCHER = """
 import os, subprocess, sys, time
@@ -258,10 +258,8 @@ def pull_in_process(home: Path, profile: Path | None) -> None:
     _thread_cpu(threads, prefetch.Prefetch, "_run", "store reader thread")
     _thread_cpu(threads, writers.TempWriters, "_work", "writer threads (sum)")
     _every_thread_cpu(threads)
-    from roam_core.cli.main import main
 
     os.environ["ROAM_ARCHIVE_KEY"] = ARCHIVE_KEY
-    sys.argv = ["roam", "--home", str(home), "pull", "--apply", "--quiet"]
     os.sync()
     profiler = cProfile.Profile() if profile else None
     global _ORIGIN
@@ -270,10 +268,7 @@ def pull_in_process(home: Path, profile: Path | None) -> None:
     if profiler:
         profiler.enable()
     try:
-        main()
-    except SystemExit as stop:
-        if stop.code:
-            raise
+        run_cli_here("--home", str(home), "pull", "--apply", "--quiet")
     finally:
         if profiler:
             profiler.disable()

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import homes
 from scale import CHANGED, MEAN, _settings, _touch
-from tools import ARCHIVE_KEY, Roam, Trash, _clean_env
+from tools import ARCHIVE_KEY, Roam, Trash, _clean_env, run_cli_here
 
 from roam_core.testing.rss import run_measured
 
@@ -42,8 +42,6 @@ def peak_rss(home: Path, *args: str) -> float:
 
 def traced(home: Path, top: int, *args: str) -> None:
     """Run the CLI in this process under tracemalloc; print the sites at the traced peak."""
-    from roam_core.cli.main import main
-
     os.environ.update({"ROAM_ARCHIVE_KEY": ARCHIVE_KEY})
     best: list[object] = [None, 0]
     done = threading.Event()
@@ -76,12 +74,8 @@ def traced(home: Path, top: int, *args: str) -> None:
     tracemalloc.start(8)
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
-    sys.argv = ["roam", "--home", str(home), *args]
     try:
-        main()
-    except SystemExit as stop:
-        if stop.code:
-            raise
+        run_cli_here("--home", str(home), *args)
     finally:
         done.set()
         watcher.join()

@@ -64,6 +64,18 @@ def _clean_env() -> dict[str, str]:
             and k != "PYTHONDONTWRITEBYTECODE"}
 
 
+def run_cli_here(*args: str) -> None:
+    """Run `roam ARGS` in this process (to profile or trace it); a non-zero exit is raised."""
+    from roam_core.cli.main import main
+
+    sys.argv = ["roam", *args]
+    try:
+        main()
+    except SystemExit as stop:
+        if stop.code:
+            raise
+
+
 def compile_roam() -> None:
     """Write the bytecode of this checkout's packages, as an install does."""
     sources = [str(path) for path in REPO.glob("roam_*/src")]
