@@ -120,7 +120,7 @@ def test_create_remote_is_idempotent_and_leaves_other_branches(repo: Path, tmp_p
 def test_objects_over_the_size_limit_are_refused(repo: Path, open_backend: Opener) -> None:
     backend = open_backend(file_url(repo), git_max_object_mb=1)
     assert backend.capabilities.max_object_size == 1024 * 1024
-    assert backend.capabilities.batched_publish and backend.capabilities.remote
+    assert backend.capabilities.batched_publish and not backend.capabilities.remote
     backend.put_new("packs/fits", b"x" * 1024 * 1024)
     with pytest.raises(BackendError):
         backend.put_new("packs/big", b"x" * (1024 * 1024 + 1))

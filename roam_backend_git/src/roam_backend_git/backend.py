@@ -97,8 +97,12 @@ class GitBackend(Backend):
                  deadline: Deadline | None = None,
                  parent_env: Mapping[str, str] | None = None) -> None:
         self.settings = settings
+        # Not `remote`: reads come from the mirror on this disk (one fetch brought every
+        # object) and writes are staged there until one push, so core reads this store as
+        # a local one: small spans, one reader, no cached copy of each tree
+        # (tests/backend_git/test_git_local_reads.py).
         self.capabilities = Capabilities(
-            batched_publish=True, max_object_size=settings.max_object_size, remote=True,
+            batched_publish=True, max_object_size=settings.max_object_size, remote=False,
             deletes=True, extra={"branch": settings.branch})
         parent = os.environ if parent_env is None else parent_env
         # Only what picks the ssh program is kept: the rest of the parent's environment
