@@ -2,7 +2,7 @@
 
     python3 -m uv run --all-packages python bench/git_breakdown.py [--rtt-ms 100] [--home large]
 
-One device pushes the bench home to a fresh smart-HTTP remote (tests/support/git_remotes.py)
+One device pushes the bench home to a fresh smart-HTTP remote (bench/git_server.py, streamed)
 behind `netproxy.LatencyProxy`, checks status, pushes 10 small new files, then a second
 device runs `init` and `pull --apply`. Per step it prints the wall time, the processor time of
 roam and every git process it ran (`RUSAGE_CHILDREN`), the server's processor time (the
@@ -91,7 +91,7 @@ def server_pid(marker: str) -> int | None:
             found = cmdline.read_bytes()
         except OSError:
             continue
-        if b"git_remotes.py" in found and marker.encode() in found:
+        if b"git_server.py" in found and marker.encode() in found:
             return int(cmdline.parent.name)
     return None
 
@@ -102,7 +102,7 @@ def server_cpu(marker: str) -> float:
     tick = os.sysconf("SC_CLK_TCK")
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         try:
-            if b"git_remotes.py" not in (found := cmdline.read_bytes()) \
+            if b"git_server.py" not in (found := cmdline.read_bytes()) \
                     or marker.encode() not in found:
                 continue
             fields = (cmdline.parent / "stat").read_text().rpartition(")")[2].split()
@@ -179,7 +179,9 @@ class Steps:
 
 
 def main() -> int:
-    from support.git_remotes import bare_repo, smart_http
+    from git_server import streaming_http
+
+    from support.git_remotes import bare_repo
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rtt-ms", type=float, default=100.0)
@@ -191,8 +193,7 @@ def main() -> int:
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     print("load " + " ".join(f"{value:.2f}" for value in os.getloadavg()))
-    with smart_http(work) as base:
-        port = int(base.rstrip("/").rpartition(":")[2])
+    with streaming_http(work) as port:
         repo = bare_repo(work, "store.git")
         with latency_proxy(port, args.rtt_ms / 2000) as proxy:
             steps = Steps(proxy, work)

@@ -2,14 +2,14 @@
 
     python3 -m uv run --all-packages python bench/network_git.py [--home small] [--runs 3]
 
-`git http-backend` serves bare repositories on 127.0.0.1 (tests/support/git_remotes.py) behind
-a `netproxy.LatencyProxy` per round-trip time. restic has no git backend, so it runs beside
-roam on its S3 backend against SeaweedFS behind a second proxy at the same RTT: the same home,
-the same network, each tool's own protocol. Per RTT: first push, status with nothing changed,
-an incremental push of 10 small new files, and a new device's `init` + `pull --apply` into an
-empty home (on git `init` fetches the branch, so it is timed with the pull) against
-`restic restore`, alternating who goes first. The table goes into docs/benchmarks.md as a kept
-block, so bench/run.py carries it over.
+`git http-backend` serves bare repositories on 127.0.0.1 (bench/git_server.py: request and
+answer streamed, as git hosts do) behind a `netproxy.LatencyProxy` per round-trip time.
+restic has no git backend, so it runs beside roam on its S3 backend against SeaweedFS behind
+a second proxy at the same RTT: the same home, the same network, each tool's own protocol.
+Per RTT: first push, status with nothing changed, an incremental push of 10 small new files,
+and a new device's `init` + `pull --apply` into an empty home (on git `init` fetches the
+branch, so it is timed with the pull) against `restic restore`, alternating who goes first.
+The table goes into docs/benchmarks.md as a kept block, so bench/run.py carries it over.
 """
 
 from __future__ import annotations
@@ -49,11 +49,11 @@ RETITLED = {"incremental push": f"incremental push of {INCREMENTAL_FILES} small 
 
 @contextlib.contextmanager
 def git_server(root: Path) -> Iterator[int]:
-    """Smart HTTP over `root` as the tests start it; yields its port, stopped by its PID."""
-    from support.git_remotes import smart_http
+    """Smart HTTP over `root`, both bodies streamed as a host streams them; yields its port."""
+    from git_server import streaming_http
 
-    with smart_http(root) as base:
-        yield int(base.rstrip("/").rpartition(":")[2])
+    with streaming_http(root) as port:
+        yield port
 
 
 class GitNetworkBench(NetworkBench):
