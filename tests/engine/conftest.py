@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -52,3 +53,13 @@ def tree_reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     monkeypatch.setattr(MemoryBackend, "get", spy)
     monkeypatch.setattr(Repository, "_write_index_of", note)
     yield reads
+
+
+@pytest.fixture
+def collector_on() -> Iterator[None]:
+    """Python's cycle collector on for the test, as it was after it."""
+    was = gc.isenabled()
+    gc.enable()
+    yield
+    if not was:
+        gc.disable()

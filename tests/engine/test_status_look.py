@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import gc
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -30,15 +30,6 @@ def device(make_device: Callable[..., Device]) -> Device:
     a.write("skills/two/SKILL.md", "two\n")
     (a.root / "roam/cache/status.json").unlink(missing_ok=True)
     return a
-
-
-@pytest.fixture
-def collector_on() -> Iterator[None]:
-    was = gc.isenabled()
-    gc.enable()
-    yield
-    if not was:
-        gc.disable()
 
 
 def _watch(monkeypatch: pytest.MonkeyPatch, seen: list[bool],

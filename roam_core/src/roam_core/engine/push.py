@@ -30,6 +30,7 @@ from roam_core.engine.scan import (
 )
 from roam_core.engine.session import Session, hermes_version
 from roam_core.engine.state import LocalState, raise_floor, save_state
+from roam_core.engine.status import collector_paused
 from roam_core.errors import ConflictError, RefConflict, UserError
 from roam_core.scope.never import allowed_credentials
 from roam_core.scope.walk import hidden_by
@@ -174,7 +175,9 @@ def push(session: Session, *, force: bool = False, dry_run: bool = False,
     from roam_core.secretscan.worker import early_workers
 
     try:
-        with early_workers():  # a scan worker started early and never used ends here
+        # a scan worker started early and never used ends here; the cycle collector waits
+        # until the end (the records a push makes per file hold no cycles: docs/decisions.md)
+        with early_workers(), collector_paused():
             return _push(session, state, reads, started, force=force, dry_run=dry_run,
                          progress=progress, confirm=confirm)
     finally:
