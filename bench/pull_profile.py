@@ -226,6 +226,14 @@ def _every_thread_cpu(threads: dict[str, float]) -> None:
     threading.Thread.run = run  # type: ignore[method-assign]
 
 
+def _children_cpu() -> float:
+    """Processor time of the child processes ended so far (the install's writer process)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def phases(work: Path, profile: Path | None) -> None:
     """One pull in this process, its phases timed (and profiled when asked)."""
     trash = Trash(work / f"trash-{os.getpid()}")
@@ -251,12 +259,11 @@ def pull_in_process(home: Path, profile: Path | None) -> None:
     _wrap(totals, journal, "save_state", "state save (install)")
     _wrap(totals, pull, "save_state", "state save (pull)")
     _wrap(totals, remote.RemoteView, "remember_trees", "tree cache (remember_trees)")
-    from roam_core.engine import prefetch, writers
+    from roam_core.engine import prefetch
 
     threads: dict[str, float] = {}
     _thread_cpu(threads, journal.Install, "_stage", "install thread (staging)")
     _thread_cpu(threads, prefetch.Prefetch, "_run", "store reader thread")
-    _thread_cpu(threads, writers.TempWriters, "_work", "writer threads (sum)")
     _every_thread_cpu(threads)
 
     os.environ["ROAM_ARCHIVE_KEY"] = ARCHIVE_KEY
@@ -265,6 +272,7 @@ def pull_in_process(home: Path, profile: Path | None) -> None:
     global _ORIGIN
     wall, cpu = _ORIGIN, _ = time.perf_counter(), time.process_time()
     main_cpu = time.thread_time()
+    children = _children_cpu()
     if profiler:
         profiler.enable()
     try:
@@ -274,11 +282,12 @@ def pull_in_process(home: Path, profile: Path | None) -> None:
             profiler.disable()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     threads["main thread"] = time.thread_time() - main_cpu
+    threads["writer process"] = _children_cpu() - children
     print(f"load average {os.getloadavg()[0]:.1f}")
     print(f"{'phase':34s} {'wall s':>8s} {'cpu s':>8s} {'from s':>8s}")
     for name, (w, c, begun) in totals.items():
         print(f"{name:34s} {w:8.2f} {c:8.2f} {begun:8.2f}")
-    print(f"{'whole pull (in process)':34s} {wall:8.2f} {cpu:8.2f}")
+    print(f"{'whole pull (in process)':34s} {wall:8.2f} {cpu:8.2f} (+ writer process)")
     for name, spent in sorted(threads.items()):
         print(f"{name:34s} {'':8s} {spent:8.2f}")
     with open("/proc/self/status") as status:

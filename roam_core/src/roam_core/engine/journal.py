@@ -35,7 +35,7 @@ from roam_core.engine.prefetch import Content, Prefetch
 from roam_core.engine.progress import ProgressSink
 from roam_core.engine.scan import read_umask, stat_signature
 from roam_core.engine.state import LocalState, load_state, save_state
-from roam_core.engine.writers import SMALL_FILE, TempWriters, write_file
+from roam_core.engine.writers import SMALL_FILE, WriterProcess, write_file
 from roam_core.errors import RoamError, UserError, describe_os_error
 from roam_core.fs import (
     TEMP_PREFIX,
@@ -355,7 +355,7 @@ class Install:
     def _stage(self) -> None:
         prefetch = Prefetch([op for op in self.ops if op.action == "write"])
         # with kill points armed each file is written before its point, as a test expects
-        writers = None if self._kills else TempWriters()
+        writers = None if self._kills else WriterProcess()
         try:
             for index, op in enumerate(self.ops):
                 if op.expect is not None or op.action != "write":
@@ -365,7 +365,7 @@ class Install:
                     if op.folder is None:
                         _safe_parent(self.root, op.rel, self.created_dirs, self._checked_dirs)
                     else:
-                        self._staged_parent(op)
+                        self._staged_parent(op, writers)
                     written = self._write_temp(op, self.temp(index), prefetch.next_content(),
                                                writers)
                     if self.progress is not None:
@@ -387,7 +387,7 @@ class Install:
                 writers.close()  # every temp queued is on disk before any rollback looks
 
     def _write_temp(self, op: Op, temp: str | None, content: Content,
-                    writers: TempWriters | None) -> int:
+                    writers: WriterProcess | None) -> int:
         """Write `op`'s temp file, or hand it whole to `writers` when it is small.
 
         Its content is checked against the op's digest before it is handed over: a file
@@ -405,8 +405,9 @@ class Install:
             held += len(chunk)
             if writers is None or held > SMALL_FILE:
                 # large (or no writers): streamed into the file as it arrives
-                written = write_file(temp, create_mode, final_mode,
-                                     _then(chunks, streamed))
+                rest = _then(chunks, streamed)
+                written = write_file(temp, create_mode, final_mode, rest) if writers is None \
+                    else writers.stream(temp, create_mode, final_mode, rest)
                 break
         else:
             written = held
@@ -420,16 +421,24 @@ class Install:
                             "installed")
         return written
 
-    def _staged_parent(self, op: Op) -> None:
-        """Make the folders of a staged file inside its temp tree (ours: nothing to check)."""
+    def _staged_parent(self, op: Op, writers: WriterProcess | None) -> None:
+        """Make the folders of a staged file inside its temp tree (ours: nothing to check).
+
+        Named for a rollback before they are made; made by `writers` when there are some
+        (in order: before the files it is sent for them).
+        """
         assert op.folder is not None
         inner = op.rel[len(op.folder):].split("/")[1:-1]
         for depth in range(len(inner) + 1):
             rel = "/".join([op.folder, *inner[:depth]])
             if rel not in self._made:
-                os.mkdir(self.staged[op.folder] + rel[len(op.folder):], 0o755)
                 self._made.add(rel)
                 self.created_dirs.append(rel)  # by its final name, for a rollback
+                path = self.staged[op.folder] + rel[len(op.folder):]
+                if writers is None:
+                    os.mkdir(path, 0o755)
+                else:
+                    writers.mkdir(path)
 
     def _prune_emptied(self, ops: list[Op]) -> None:
         """Remove the folders this install's deletes left empty (a renamed folder's old name).

@@ -1,39 +1,30 @@
-"""Creating an install's small temp files on writer threads, in batches.
+"""Creating an install's folders and temp files in a writer process, sent in batches.
 
-Creating a file is kernel work (a directory entry, an inode, the page-cache copy) that
-releases the interpreter lock. On a pull of 20,000 files it was most of the install's
-thread; restic spreads the same work over goroutines on every core. Here the install's
-thread checks each file's content against its digest and makes its folders, then hands
-small files, whole, to writer threads in batches (one hand-over per batch, not per file).
+Creating a file is kernel work (a directory entry, an inode, the page-cache copy). On a pull
+of 20,000 files it was most of the install's thread; restic spreads the same work over
+goroutines on every core. Here the install's thread checks each file's content against its
+digest and names its folders, then sends both, in order, to a child process
+(`write_child.py`) in batches (one `writev` per batch, not a call per file).
 
 Nothing changes in what is durable: every temp file is written before `wait` returns, and
 the install syncs the file system after that, before anything is renamed into place.
+`write_file` is the same work done in the caller's thread (crash tests with kill points).
 """
 
 from __future__ import annotations
 
+import errno
 import os
-import queue
-import threading
+import subprocess
+import sys
 from collections.abc import Iterable
+from pathlib import Path
 
+from roam_core.engine.write_child import FRAME, KEEP_MODE, WRITEBACK_MIN
 from roam_core.fs import set_mode, start_writeback
 
-#: Files at least this big have their writeback started as soon as they are written.
-WRITEBACK_MIN = 256 * 1024
-#: Files up to this size go to the writer threads whole; larger ones are streamed in place.
+#: Files up to this size are sent to the writer whole; larger ones as their bytes arrive.
 SMALL_FILE = 256 * 1024
-#: Threads creating files beside the install's thread (and the store reader's).
-WRITER_THREADS = 2
-#: A batch is handed over when it holds this many files or bytes.
-BATCH_FILES = 64
-BATCH_BYTES = 1024 * 1024
-#: Batches waiting for a writer at most (bounds the bytes held: about 4 MiB).
-QUEUED_BATCHES = 4
-
-#: One file to create: its path, the mode to create it with, the mode to set after
-#: writing (None: created with its final mode), and its bytes.
-Job = tuple[str, int, int | None, list[bytes]]
 
 
 def write_file(path: str, create_mode: int, final_mode: int | None,
@@ -60,69 +51,138 @@ def write_file(path: str, create_mode: int, final_mode: int | None,
     return written
 
 
-class TempWriters:
-    """Writer threads creating whole small files handed over in batches.
+#: Bytes (and frame parts) gathered before they are sent to the writer process in one call.
+SEND_BYTES = 256 * 1024
+SEND_PARTS = 900  # below IOV_MAX (1024) for one `writev`
+#: The pipe to the writer process holds this much (Linux's default ceiling for a user).
+PIPE_BYTES = 1024 * 1024
+_F_SETPIPE_SZ = 1031
+#: How long closing waits for the writer process to finish what it was sent.
+CLOSE_WAIT = 60.0
 
-    `add` queues a file (blocking while `QUEUED_BATCHES` batches wait); `wait` returns once
-    every file added is written, raising the first failure; `close` stops the threads. A
-    failure is raised by the next `add` or `wait`; the files after it are not written.
+
+class WriterProcess:
+    """A child process creating an install's folders and temp files, in the order sent.
+
+    Creating a file is kernel work, but each call made in a thread takes the interpreter
+    lock back when it returns, and waits for it while the install's thread, the store's
+    readers and the decryption hold it: the writers were starved and the pull ran on one
+    core (issue 22). The process (`write_child.py`) has its own interpreter; this side only
+    frames the bytes and sends them down a pipe, a batch per `writev`.
+
+    `mkdir`, `add` and `stream` queue work; `wait` returns once all of it is done and raises
+    the first failure as the `OSError` the child met; `close` lets the child finish what it
+    was sent (a rollback must find every temp file) and waits for it to end.
     """
 
-    def __init__(self, threads: int = WRITER_THREADS) -> None:
-        self._queue: queue.Queue[list[Job] | None] = queue.Queue(QUEUED_BATCHES)
-        self._batch: list[Job] = []
-        self._batch_bytes = 0
-        self._failure: BaseException | None = None
-        self._threads = [threading.Thread(target=self._work, name=f"roam-writer-{number}",
-                                          daemon=True) for number in range(threads)]
-        for thread in self._threads:
-            thread.start()
+    def __init__(self) -> None:
+        self._child = subprocess.Popen(
+            [sys.executable, "-I", "-S", str(Path(__file__).with_name("write_child.py")),
+             str(os.getpid())], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, env={})  # it needs no variable: no key travels
+        assert self._child.stdin is not None and self._child.stdout is not None
+        self._pipe = self._child.stdin.fileno()
+        try:
+            import fcntl
 
-    def _work(self) -> None:
-        while True:
-            batch = self._queue.get()
-            try:
-                if batch is None:
-                    return
-                for job in batch:
-                    if self._failure is not None:
-                        break  # the install is failing: it is rolled back, nothing to add
-                    write_file(*job)
-            except BaseException as failure:  # raised in the install's thread
-                if self._failure is None:
-                    self._failure = failure
-            finally:
-                self._queue.task_done()
+            fcntl.fcntl(self._pipe, _F_SETPIPE_SZ, PIPE_BYTES)
+        except OSError:
+            pass  # a smaller pipe only means more calls
+        self._parts: list[bytes] = []
+        self._bytes = 0
+        self._failure: OSError | None = None
+
+    def _frame(self, kind: bytes, mode: int, final: int | None, path: str | None,
+               chunks: Iterable[bytes] = ()) -> None:
+        encoded = os.fsencode(path) if path is not None else b""
+        data = list(chunks)
+        size = sum(len(chunk) for chunk in data)
+        self._parts += (FRAME.pack(kind, mode, KEEP_MODE if final is None else final,
+                                   len(encoded), size), encoded, *data)
+        self._bytes += size
+        if self._bytes >= SEND_BYTES or len(self._parts) >= SEND_PARTS:
+            self._send()
+
+    def mkdir(self, path: str, mode: int = 0o755) -> None:
+        """Queue the making of folder `path` (its parent made before, or queued before)."""
+        self._frame(b"D", mode, None, path)
 
     def add(self, path: str, create_mode: int, final_mode: int | None,
             chunks: list[bytes]) -> None:
         """Queue one whole file to be created at `path`."""
-        self._raise()
-        self._batch.append((path, create_mode, final_mode, chunks))
-        self._batch_bytes += sum(len(chunk) for chunk in chunks)
-        if len(self._batch) >= BATCH_FILES or self._batch_bytes >= BATCH_BYTES:
-            self._hand_over()
+        self._frame(b"F", create_mode, final_mode, path, chunks)
 
-    def _hand_over(self) -> None:
-        if self._batch:
-            self._queue.put(self._batch)
-            self._batch = []
-            self._batch_bytes = 0
+    def stream(self, path: str, create_mode: int, final_mode: int | None,
+               chunks: Iterable[bytes]) -> int:
+        """Queue a file whose bytes are still arriving, as they arrive; returns its size."""
+        written = 0
+        kind = b"O"
+        for chunk in chunks:
+            self._frame(kind, create_mode, None, path if kind == b"O" else None, (chunk,))
+            written += len(chunk)
+            kind = b"A"
+        if kind == b"O":
+            self._frame(b"F", create_mode, final_mode, path)
+        else:
+            self._frame(b"C", 0, final_mode, None)
+        return written
 
-    def wait(self) -> None:
-        """Write what is still batched and wait for every file; raise the first failure."""
-        self._hand_over()
-        self._queue.join()
-        self._raise()
+    def _send(self) -> None:
+        parts, self._parts, self._bytes = self._parts, [], 0
+        if not parts or self._failure is not None:
+            self._raise()
+            return
+        try:
+            sent = os.writev(self._pipe, parts)
+            total = sum(len(part) for part in parts)
+            if sent < total:  # a signal cut the call short: the rest, in order
+                rest = memoryview(b"".join(parts))[sent:]
+                while rest:
+                    rest = rest[os.write(self._pipe, rest):]
+        except BrokenPipeError:
+            self._failure = self._report()
+            self._raise()
+
+    def _report(self, answer: bytes | None = None) -> OSError:
+        """The child's failure, from its `answer` (read here when not given), once it ended."""
+        assert self._child.stdout is not None
+        if answer is None:
+            answer = self._child.stdout.readline()
+        line = answer.decode(errors="replace").rstrip("\n")
+        self._child.wait()
+        number, _, rest = line.partition("\t")
+        text, _, name = rest.partition("\t")
+        if number.isdigit() and text:
+            return OSError(int(number), text, name or None)
+        return OSError(errno.EIO, "the install's writer process ended unexpectedly (exit "
+                                  f"{self._child.returncode})")
 
     def _raise(self) -> None:
         if self._failure is not None:
             raise self._failure
 
+    def wait(self) -> None:
+        """Send what is gathered and wait until the child has done it all; raise its failure."""
+        self._frame(b"W", 0, None, None)
+        self._send()
+        assert self._child.stdout is not None
+        line = self._child.stdout.readline()
+        if line != b"ok\n":
+            self._failure = self._report(line)
+            self._raise()
+
     def close(self) -> None:
-        """Let the files queued be written (a rollback must find them), then stop."""
-        self._batch = []
-        for _thread in self._threads:
-            self._queue.put(None)
-        for thread in self._threads:
-            thread.join()
+        """Let the child finish what it was sent (a rollback must find it), then reap it."""
+        self._parts, self._bytes = [], 0
+        assert self._child.stdin is not None
+        try:
+            self._child.stdin.close()
+        except BrokenPipeError:
+            pass
+        try:
+            self._child.wait(CLOSE_WAIT)
+        except subprocess.TimeoutExpired:
+            self._child.kill()
+            self._child.wait()
+        if self._child.stdout is not None:
+            self._child.stdout.close()
