@@ -167,3 +167,42 @@ def test_the_writer_process_dies_with_its_parent(tmp_path: Path) -> None:
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(parent.pid, signal.SIGKILL)
+
+
+def test_without_a_writer_process_the_install_writes_in_its_own_thread(
+        make_device: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = _pushed(make_device, 30)
+
+    def no_interpreter(self: writers.WriterProcess) -> None:
+        raise FileNotFoundError(2, "No such file or directory", "python")
+
+    monkeypatch.setattr(writers.WriterProcess, "__init__", no_interpreter)
+    made = _made_here(monkeypatch, b.root)
+    result = b.roam("pull", "--apply")
+    assert result.code == 0, result.err
+    rel = "skills/s3/ref3.md"
+    assert (b.root / rel).read_bytes() == (a.root / rel).read_bytes()
+    assert len([path for path in made if "ref" in path]) == 30
+
+
+def test_store_reads_start_before_the_journal_is_written(
+        make_device: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from roam_core.engine import journal
+
+    _a, b = _pushed(make_device, 30)
+    order: list[str] = []
+    real_init, real_journal = journal.Prefetch.__init__, journal.Install._journal
+
+    def prefetch(self: Any, ops: Any) -> None:
+        order.append("prefetch")
+        real_init(self, ops)
+
+    def write(self: Any, phase: str) -> None:
+        order.append(f"journal {phase}")
+        real_journal(self, phase)
+
+    monkeypatch.setattr(journal.Prefetch, "__init__", prefetch)
+    monkeypatch.setattr(journal.Install, "_journal", write)
+    result = b.roam("pull", "--apply")
+    assert result.code == 0, result.err
+    assert order == ["prefetch", "journal staging", "journal installing"], order

@@ -222,6 +222,8 @@ class Install:
         #: where the ops start in the journal on disk (None: not written yet)
         self._ops_at: int | None = None
         self._checked_dirs: set[str] = set()
+        self._prefetch: Prefetch | None = None
+        self._writers: WriterProcess | None = None
 
     def temp(self, index: int) -> str | None:
         """Where op `index` stages its new content (None: a delete stages nothing).
@@ -282,6 +284,9 @@ class Install:
             if op.expect is not None:
                 op.backup = str(self.backup_dir / op.rel)
         try:  # a failed journal write is rolled back like any other step
+            # the store's reads and the writer process start first: they change nothing in
+            # the home, and the journal's write is a second of its own at 100,000 files
+            self._start_staging()
             self._journal("staging")
             kill_point("journal:staged")
             self._stage()
@@ -314,6 +319,7 @@ class Install:
             new_state.install = self.stamp
             save_state(self.state_dir, new_state)
         except BaseException as error:
+            self._stop_staging()  # every temp sent is on disk before the rollback looks
             if _committed(self.state_dir, self.stamp):
                 raise  # complete; the journal left behind is removed by the next command
             problems = rollback(self.root, self.state_dir, self._loaded())
@@ -352,10 +358,30 @@ class Install:
             write_atomic(kept_marker(self.backup_dir),
                          json.dumps({"v": 1, "files": kept}, sort_keys=True).encode())
 
-    def _stage(self) -> None:
-        prefetch = Prefetch([op for op in self.ops if op.action == "write"])
+    def _start_staging(self) -> None:
+        """Start reading the new contents ahead, and the writer process."""
+        self._prefetch = Prefetch([op for op in self.ops if op.action == "write"])
         # with kill points armed each file is written before its point, as a test expects
-        writers = None if self._kills else WriterProcess()
+        if not self._kills:
+            try:
+                self._writers = WriterProcess()
+            except OSError:
+                pass  # no interpreter to start (an embedding without one): written here
+
+    def _stop_staging(self) -> None:
+        """Stop reading ahead; let the writer process finish what it was sent (idempotent)."""
+        prefetch, writers, self._prefetch, self._writers = \
+            self._prefetch, self._writers, None, None
+        try:
+            if prefetch is not None:
+                prefetch.close()
+        finally:
+            if writers is not None:
+                writers.close()
+
+    def _stage(self) -> None:
+        prefetch, writers = self._prefetch, self._writers
+        assert prefetch is not None
         try:
             for index, op in enumerate(self.ops):
                 if op.expect is not None or op.action != "write":
@@ -382,9 +408,7 @@ class Install:
             if writers is not None:
                 writers.wait()
         finally:
-            prefetch.close()
-            if writers is not None:
-                writers.close()  # every temp queued is on disk before any rollback looks
+            self._stop_staging()  # every temp sent is on disk before any rollback looks
 
     def _write_temp(self, op: Op, temp: str | None, content: Content,
                     writers: WriterProcess | None) -> int:
@@ -428,6 +452,8 @@ class Install:
         (in order: before the files it is sent for them).
         """
         assert op.folder is not None
+        if op.rel.rpartition("/")[0] in self._made:
+            return  # its folder is made (most files: one look, not a walk of its path)
         inner = op.rel[len(op.folder):].split("/")[1:-1]
         for depth in range(len(inner) + 1):
             rel = "/".join([op.folder, *inner[:depth]])
