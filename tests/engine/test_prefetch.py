@@ -63,3 +63,38 @@ def test_read_ahead_is_bounded_and_close_stops_the_thread(
     assert 2 <= len(reads) <= 4  # about 1000 bytes ahead, never the whole list
     prefetch.close()
     assert not prefetch._thread.is_alive()
+
+
+def test_the_writer_takes_the_lock_per_batch_not_per_file() -> None:
+    import threading
+
+    ops = [_op(f"f{n}", [b"z" * 10]) for n in range(2000)]
+    prefetch = prefetch_module.Prefetch(ops)
+    taker = threading.current_thread()
+    locked: list[int] = []
+
+    class Counted:
+        """The prefetch's condition, counting how often the writer's thread takes it."""
+
+        def __init__(self, inner: threading.Condition) -> None:
+            self.inner = inner
+
+        def __enter__(self) -> object:
+            if threading.current_thread() is taker:
+                locked.append(1)
+            return self.inner.__enter__()
+
+        def __exit__(self, *exc: object) -> None:
+            self.inner.__exit__(*exc)
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self.inner, name)
+
+    prefetch._ready = Counted(prefetch._ready)  # type: ignore[assignment]
+    try:
+        for _ in ops:
+            assert b"".join(prefetch.next_content().chunks()) == b"z" * 10
+    finally:
+        prefetch.close()
+    # 4,000 items (a chunk and a digest per file) in batches of WAKE_ITEMS or more
+    assert len(locked) <= 2 * 4000 // prefetch_module.WAKE_ITEMS + 4, len(locked)
