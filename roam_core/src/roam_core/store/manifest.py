@@ -84,8 +84,16 @@ class FileEntry:
     def from_json(cls, path: str, data: Mapping[str, Any], what: str) -> FileEntry:
         try:
             # pack keys and scopes repeat across thousands of entries: one string each
-            blobs = tuple((str(b[0]), sys.intern(str(b[1])), int(b[2]), int(b[3]))
-                          for b in data["blobs"])
+            raw = data["blobs"]
+            if len(raw) == 1:  # most files: no generator (100,000 of them on a pull)
+                first = raw[0]
+                blobs: tuple[BlobRef, ...] = ((str(first[0]), sys.intern(str(first[1])),
+                                               int(first[2]), int(first[3])),)
+                negative = blobs[0][2] < 0 or blobs[0][3] < 0
+            else:
+                blobs = tuple((str(b[0]), sys.intern(str(b[1])), int(b[2]), int(b[3]))
+                              for b in raw)
+                negative = any(ref[2] < 0 or ref[3] < 0 for ref in blobs)
             mode = int(data["mode"])
             # a few modes repeat 100,000 times: one int object each (512 at most)
             mode = MODES.setdefault(mode, mode) if 0 <= mode <= 0o777 else mode
@@ -95,7 +103,7 @@ class FileEntry:
             raise IntegrityError(f"integrity error: {what} has a malformed entry") from None
         if entry.size < 0 or not is_hex64(entry.sha256) or entry.mode & ~0o777:
             raise IntegrityError(f"integrity error: {what} has a malformed entry for {path!r}")
-        if any(ref[2] < 0 or ref[3] < 0 for ref in blobs):
+        if negative:
             raise IntegrityError(f"integrity error: {what} has a malformed blob reference")
         return entry
 
