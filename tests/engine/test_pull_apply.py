@@ -357,3 +357,32 @@ def test_authentic_blobs_in_the_wrong_order_are_never_installed(tmp_path: Path) 
     assert result.code == 1, result.out
     assert "integrity error" in result.err and "skills/big/asset.bin" in result.err
     assert b.snapshot_bytes() == {"config.yaml": (b.root / "config.yaml").read_bytes()}
+
+
+def test_a_pull_runs_with_the_cycle_collector_paused_and_gives_it_back(
+        make_device, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    from roam_core.engine import journal
+
+    a, b = _start(make_device)
+    a.write("skills/three/SKILL.md", "three\n")
+    assert a.roam("push").code == 0
+    during: list[bool] = []
+    real_stage = journal.Install._stage
+
+    def stage(self: journal.Install) -> None:
+        during.append(gc.isenabled())
+        if len(during) == 1:
+            raise OSError(28, "No space left on device")  # the first pull fails
+        real_stage(self)
+
+    monkeypatch.setattr(journal.Install, "_stage", stage)
+    assert gc.isenabled()
+    failed = b.roam("pull", "--apply")
+    assert failed.code == 1 and "rolled back" in failed.err, failed.err
+    assert gc.isenabled()  # back after a failure too
+    result = b.roam("pull", "--apply")
+    assert result.code == 0, result.err
+    assert during == [False, False]
+    assert gc.isenabled()
