@@ -57,3 +57,43 @@ def test_a_missing_file_is_not_found(tmp_path: Path) -> None:
     # the push notes a file deleted between the walk and the read as vanished
     with pytest.raises(FileNotFoundError):
         _packer().add_path(str(tmp_path / "gone"), 10)
+
+
+def _reads(monkeypatch: pytest.MonkeyPatch, cap: int | None = None) -> list[int]:
+    """Count `add_path`'s reads; `cap` makes each return at most that many bytes (a FUSE or
+    network file system's transfer limit)."""
+    import roam_core.store.packer as packer_module
+
+    real, counted = packer_module.os.read, []
+
+    def read(fd: int, length: int) -> bytes:
+        counted.append(length)
+        return real(fd, length if cap is None else min(length, cap))
+
+    monkeypatch.setattr(packer_module.os, "read", read)
+    return counted
+
+
+def test_a_small_file_of_an_unaligned_size_is_read_once(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    # a read ending short of a 4 KiB boundary ended at the file's end: no read to confirm it
+    path = tmp_path / "file"
+    path.write_bytes(b"x" * 5000)
+    counted = _reads(monkeypatch)
+    assert _packer().add_path(str(path), 5000)[1] == 5000
+    assert counted == [5001]
+
+
+@pytest.mark.parametrize("length", [4096, 3 * 4096])
+def test_a_read_cut_at_a_transfer_limit_is_read_on(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch,
+                                                   length: int) -> None:
+    # a file system that hands over at most 4 KiB a read: the bytes read are the file's
+    # whole, never its first 4 KiB taken for all of it (planted: trusting every short read
+    # packed 4,096 bytes of the 12,288)
+    content = hashlib.sha256(b"seed").digest() * (length // 32)
+    path = tmp_path / "file"
+    path.write_bytes(content)
+    _reads(monkeypatch, cap=4096)
+    found = _packer().add_path(str(path), length)
+    assert found[:2] == (hashlib.sha256(content).hexdigest(), length)

@@ -45,6 +45,8 @@ LOCAL_STORERS = 2
 #: packing: first pushes of 20,000 files took 27-79 s against 22-45; docs/benchmarks.md.)
 REMOTE_PACK_BYTES = 80 * 1024 * 1024
 LOCAL_PACK_BYTES = 48 * 1024 * 1024
+#: A read of a small file that returns short of a multiple of this reached the file's end.
+EOF_ALIGN = 4096
 #: Chunks shorter than this are copied into a buffer of their own size before they wait.
 SMALL_CHUNK = 1024 * 1024
 
@@ -128,7 +130,11 @@ class Packer:
             if size < CHUNK_SIZE:
                 # one byte more than the walk saw: a file that grew comes back too long
                 data = os.read(fd, size + 1)
-                if len(data) <= size and (not data or not os.read(fd, 1)):
+                # A read that ends off a page boundary ended at the file's end; one cut at
+                # a boundary may be a file system's transfer limit (FUSE, network): a read
+                # at the end confirms it. Most small files end off a boundary: one read.
+                if len(data) <= size and (len(data) % EOF_ALIGN or not data
+                                          or not os.read(fd, 1)):
                     digest = hashlib.sha256(data).digest()
                     return digest.hex(), len(data), (self.add_chunk(data, digest),)
                 os.lseek(fd, 0, os.SEEK_SET)
