@@ -45,6 +45,14 @@ LOCAL_STORERS = 2
 #: packing: first pushes of 20,000 files took 27-79 s against 22-45; docs/benchmarks.md.)
 REMOTE_PACK_BYTES = 80 * 1024 * 1024
 LOCAL_PACK_BYTES = 48 * 1024 * 1024
+#: Bytes the stages hold while the push's scan has no verdict yet (its gate holds every
+#: sealed pack): the walk's records are still fresh in the heap then, and the packs held at
+#: the gate beside them were a 100,000-file first push's peak (201-212 MiB); with 24 MiB
+#: held (one pack handed over and one filling, instead of three and one) and the sealer's
+#: trim, 184-204 MiB, at the same processor time (docs/decisions.md). A remote store
+#: keeps its whole budget: the packs sealed ahead are its uploads in flight the moment the
+#: gate opens.
+HELD_PACK_BYTES = 24 * 1024 * 1024
 #: A read of a small file that returns short of a multiple of this reached the file's end.
 EOF_ALIGN = 4096
 #: Chunks shorter than this are copied into a buffer of their own size before they wait.
@@ -84,6 +92,8 @@ class Packer:
             # when the caller waits for room while packs are held at the gate, it waits for
             # the verdict: the scan then gets the push's help (store/gate.py)
             self._stages.on_full = gate.full
+            # until the verdict every sealed pack stays here (`HELD_PACK_BYTES`)
+            self._stages.holding = lambda: not gate.decided
             if not self._stages.sealers:
                 gate.holders = 1  # packs are stored in the caller's own thread
         self._lock = threading.Lock()
@@ -193,6 +203,9 @@ class Packer:
             with self._lock:
                 self._sealing -= 1
                 self._sealed.notify_all()
+        # the pack's raw chunks and sealed pieces are free now, in this thread's arena and
+        # the packer's: handed back at once, not after the store (the steady packing's peaks)
+        release_free_memory()
         return lambda: self._store(data, refs), len(data)
 
     def _store(self, data: bytes, refs: list[BlobRef]) -> None:
@@ -341,4 +354,7 @@ def _stages(repo: Repository, workers: int | None) -> PackStages:
     # More sealers would each keep pack-sized buffers in their own allocator arena
     # (resident memory, never used again).
     sealers = min(PACK_WORKERS, workers) if workers > 1 else 0
-    return PackStages(sealers, workers, REMOTE_PACK_BYTES if remote else LOCAL_PACK_BYTES)
+    stages = PackStages(sealers, workers, REMOTE_PACK_BYTES if remote else LOCAL_PACK_BYTES)
+    if not remote:
+        stages.held_budget = min(stages.budget, HELD_PACK_BYTES)
+    return stages

@@ -44,6 +44,11 @@ class PackStages:
         #: Told (quickly, under the stages' lock) when the caller starts and stops waiting
         #: for room in the budget (the push's scan gate: store/gate.py).
         self.on_full: Callable[[bool], None] | None = None
+        #: While this answers True (the push's scan has no verdict yet, and every sealed
+        #: pack waits at its gate: store/gate.py), packs are taken only up to `held_budget`
+        #: bytes instead of `budget`.
+        self.holding: Callable[[], bool] | None = None
+        self.held_budget = budget
 
     def submit(self, seal: Seal, size: int) -> None:
         """Seal (then store) a pack of about `size` raw bytes; waits while the budget is spent.
@@ -56,7 +61,7 @@ class PackStages:
             return
         with self._changed:
             waited = False
-            while self._failure is None and self._jobs and self._held + size > self.budget:
+            while self._failure is None and self._jobs and self._held + size > self._limit():
                 if self.on_full is not None:
                     self.on_full(True)
                     waited = True
@@ -69,6 +74,11 @@ class PackStages:
             self._jobs += 1
         context = contextvars.copy_context()
         self._seal_pool.submit(context.run, self._sealing, seal, size)
+
+    def _limit(self) -> int:
+        """The bytes the stages may hold now (`held_budget` while `holding`)."""
+        holding = self.holding
+        return self.held_budget if holding is not None and holding() else self.budget
 
     def _sealing(self, seal: Seal, size: int) -> None:
         try:
