@@ -206,3 +206,21 @@ def test_store_reads_start_before_the_journal_is_written(
     result = b.roam("pull", "--apply")
     assert result.code == 0, result.err
     assert order == ["prefetch", "journal staging", "journal installing"], order
+
+
+def test_the_writer_process_writes_large_files_where_libc_has_no_writeback_call(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # macOS's C library has no sync_file_range: a file big enough for early writeback must
+    # still be written (it is a refinement, as `roam_core.fs.start_writeback` treats it)
+    import io
+    import types
+
+    from roam_core.engine import write_child
+
+    monkeypatch.setattr(write_child, "_libc", lambda: types.SimpleNamespace())
+    target = tmp_path / "large"
+    data = os.urandom(write_child.WRITEBACK_MIN + 1)
+    path = os.fsencode(str(target))
+    frame = write_child.FRAME.pack(b"F", 0o644, write_child.KEEP_MODE, len(path), len(data))
+    write_child.serve(io.BytesIO(frame + path + data), -1)
+    assert target.read_bytes() == data

@@ -18,6 +18,7 @@ import os
 import signal
 import struct
 import sys
+from collections.abc import Callable
 
 #: kind (1 byte), mode, final mode (`KEEP_MODE`: none), path length, data length
 FRAME = struct.Struct("<cHHIQ")
@@ -36,12 +37,27 @@ def _libc() -> object:
     return ctypes.CDLL(None, use_errno=True)
 
 
+def _function(name: str, *argtypes: str) -> Callable[..., int] | None:
+    """The C library's `name` taking `argtypes` (ctypes type names), or None where it lacks it.
+
+    `roam_core.libc.function`'s twin: this process imports nothing of roam (`-I -S`).
+    """
+    import ctypes
+
+    try:
+        found = getattr(_libc(), name)
+    except (OSError, AttributeError):
+        return None
+    found.argtypes = [getattr(ctypes, kind) for kind in argtypes]
+    found.restype = ctypes.c_int
+    return found
+
+
 def _die_with(parent: int) -> None:
     """Be killed when the parent dies: nothing may appear in a home its recovery cleaned."""
-    try:
-        _libc().prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)  # type: ignore[attr-defined]
-    except (OSError, AttributeError):
-        pass  # elsewhere than Linux: the end of stdin still stops it
+    prctl = _function("prctl", "c_int", "c_ulong")
+    if prctl is not None:  # elsewhere than Linux: the end of stdin still stops it
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:
         os._exit(1)  # the parent died before the call above
 
@@ -52,12 +68,13 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def _close(fd: int, final: int, size: int) -> None:
+def _close(fd: int, final: int, size: int, writeback: Callable[..., int] | None) -> None:
+    """Set the file's final mode, start its writeback when large (`writeback`: none), close."""
     try:
         if final != KEEP_MODE:
             os.fchmod(fd, final)
-        if size >= WRITEBACK_MIN:
-            _libc().sync_file_range(fd, 0, 0, _SYNC_FILE_RANGE_WRITE)  # type: ignore[attr-defined]
+        if size >= WRITEBACK_MIN and writeback is not None:
+            writeback(fd, 0, 0, _SYNC_FILE_RANGE_WRITE)
     finally:
         os.close(fd)
 
@@ -65,6 +82,8 @@ def _close(fd: int, final: int, size: int) -> None:
 def serve(source: object, answer: int) -> None:
     """Carry out the frames read from `source` until its end; OSError on the first failure."""
     read = source.read  # type: ignore[attr-defined]
+    # looked up once, not per file; a refinement where the C library has it (Linux's)
+    writeback = _function("sync_file_range", "c_int", "c_int64", "c_int64", "c_uint")
     fd = -1
     size = 0
     while True:
@@ -83,7 +102,7 @@ def serve(source: object, answer: int) -> None:
             _write_all(fd, data)
             size += len(data)
         if kind in (b"F", b"C"):
-            _close(fd, final, size)
+            _close(fd, final, size, writeback)
             fd = -1
         elif kind == b"D":
             os.mkdir(path, mode)
