@@ -18,10 +18,10 @@ a fresh bare repository alternate:
   the same way). It runs as a child process, so both sides' processor time is a child's.
 
 Printed per run: wall and processor time of each; at the end medians, and whether the two
-indexes are byte-identical. Not built into the backend: it speaks one transport (smart HTTP)
-of the four roam supports (ssh and file:// would run `git upload-pack` and speak the same
-protocol over its pipes; git:// a socket), and a pack with a delta against a large object
-(a host's repack) would go to `git index-pack` instead.
+indexes are byte-identical. The prototype of what the backend now does itself for a new
+device's first fetch (roam_backend_git/ownfetch.py, over smart HTTP through `git
+remote-http`'s stateless-connect and over a local path through `git upload-pack`); kept to
+measure the protocol and the indexer without the helper in between.
 """
 
 from __future__ import annotations

@@ -11,15 +11,15 @@ sequentially in 64 KiB pieces, as a network stream would come, writes them to a 
 inflates every entry, hashes it with hashlib, checks the trailing checksum and writes a
 version-2 index (roam_backend_git.staging.index_v2); then it runs `git index-pack --stdin` on
 the same bytes and compares processor time (alternating, medians) and the two indexes byte
-for byte. Deltas against small objects are resolved (the server's `pack-objects` deltifies
-git's own trees); a delta against a large one (roam never writes one, a host's repack might)
-is refused: a real implementation would hand such a pack to `git index-pack`.
+for byte. The indexer was this prototype's and is now the backend's own
+(roam_backend_git.packindex, used by a new device's first fetch, ownfetch.py): deltas among
+commits and trees resolved, a delta against anything else refused (the backend then hands
+the written pack to `git index-pack`).
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import resource
 import shutil
@@ -28,164 +28,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import zlib
 from pathlib import Path
 
-from roam_backend_git.staging import index_v2
+from roam_backend_git.packindex import index_stream
 
-PIECE = 1 << 16
-#: Objects up to this size are kept as possible delta bases.
-KEEP = 1 << 20
-TYPES = {1: b"commit", 2: b"tree", 3: b"blob", 4: b"tag"}
-
-
-class Refused(Exception):
-    """The pack holds something this prototype does not index (a delta, damage)."""
-
-
-def index_stream(read: object) -> tuple[bytes, int]:
-    """Index a pack read piece by piece from `read()`; the .idx bytes and the pack's size."""
-    pack_sum = hashlib.sha1(usedforsecurity=False)
-    buffer = bytearray()
-    eof = False
-
-    def fill(need: int) -> None:
-        nonlocal eof
-        while len(buffer) < need and not eof:
-            piece = read(PIECE)  # type: ignore[operator]
-            if not piece:
-                eof = True
-            buffer.extend(piece)
-
-    fill(12)
-    if bytes(buffer[:4]) != b"PACK" or int.from_bytes(buffer[4:8], "big") not in (2, 3):
-        raise Refused("not a pack")
-    count = int.from_bytes(buffer[8:12], "big")
-    pack_sum.update(buffer[:12])
-    del buffer[:12]
-    offset = 12
-    entries: list[tuple[bytes, int, int]] = []
-    # small objects kept as delta bases (git's trees and commits; roam's blobs are never bases)
-    kept: dict[int, tuple[int, bytes]] = {}
-    kept_by_name: dict[bytes, tuple[int, bytes]] = {}
-    for _ in range(count):
-        fill(16)
-        byte = buffer[0]
-        kind, size, shift, at = (byte >> 4) & 7, byte & 0x0F, 4, 1
-        while byte & 0x80:
-            byte = buffer[at]
-            size |= (byte & 0x7F) << shift
-            shift += 7
-            at += 1
-        base: tuple[int, bytes] | None = None
-        if kind == 6:  # a delta against the entry `distance` bytes before this one
-            fill(at + 10)
-            byte = buffer[at]
-            distance = byte & 0x7F
-            at += 1
-            while byte & 0x80:
-                byte = buffer[at]
-                distance = ((distance + 1) << 7) | (byte & 0x7F)
-                at += 1
-            base = kept.get(offset - distance)
-        elif kind == 7:  # a delta against a named object
-            fill(at + 20)
-            base = kept_by_name.get(bytes(buffer[at:at + 20]))
-            at += 20
-        elif kind not in TYPES:
-            raise Refused(f"entry type {kind} at {offset}")
-        if kind in (6, 7) and base is None:
-            raise Refused(f"a delta at {offset} against a large or unknown base")
-        crc = zlib.crc32(buffer[:at])
-        pack_sum.update(buffer[:at])
-        del buffer[:at]
-        length = at
-        digest = None if base else hashlib.sha1(TYPES[kind] + b" %d\0" % size,
-                                                usedforsecurity=False)
-        inflater = zlib.decompressobj()
-        got = 0
-        small: list[bytes] | None = [] if size <= KEEP else None
-        while not inflater.eof:
-            if not buffer:
-                fill(1)
-                if not buffer:
-                    raise Refused("the pack ends inside an entry")
-            piece = bytes(buffer)
-            data = inflater.decompress(piece)
-            used = len(piece) - len(inflater.unused_data)
-            crc = zlib.crc32(piece[:used], crc)
-            pack_sum.update(piece[:used])
-            del buffer[:used]
-            length += used
-            if digest is not None:
-                digest.update(data)
-            if small is not None:
-                small.append(data)
-            got += len(data)
-        if got != size:
-            raise Refused(f"entry at {offset}: {got} bytes, header says {size}")
-        if base is not None:  # small objects only: git's trees and commits
-            base_kind, base_data = base
-            body = apply_delta(base_data, b"".join(small or ()))
-            kind = base_kind
-            name = hashlib.sha1(TYPES[kind] + b" %d\0" % len(body) + body,
-                                usedforsecurity=False).digest()
-            small = [body] if len(body) <= KEEP else None
-        else:
-            assert digest is not None
-            name = digest.digest()
-        if small is not None:
-            kept[offset] = kept_by_name[name] = (kind, b"".join(small))
-        entries.append((name, crc, offset))
-        offset += length
-    fill(20)
-    checksum = bytes(buffer[:20])
-    if len(buffer) != 20 or checksum != pack_sum.digest():
-        raise Refused("the pack's checksum does not match")
-    return index_v2(entries, checksum), offset + 20
-
-
-def _varint(data: bytes, at: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            return value, at
-
-
-def apply_delta(base: bytes, delta: bytes) -> bytes:
-    """git's delta format: the base's size, the result's, then copy and insert orders."""
-    base_size, at = _varint(delta, 0)
-    size, at = _varint(delta, at)
-    if base_size != len(base):
-        raise Refused("a delta against a base of another size")
-    out = bytearray()
-    while at < len(delta):
-        order = delta[at]
-        at += 1
-        if order & 0x80:  # copy from the base
-            start = length = 0
-            for bit in range(4):
-                if order & (1 << bit):
-                    start |= delta[at] << (8 * bit)
-                    at += 1
-            for bit in range(3):
-                if order & (0x10 << bit):
-                    length |= delta[at] << (8 * bit)
-                    at += 1
-            out += base[start:start + (length or 0x10000)]
-        elif order:  # insert the next `order` bytes
-            out += delta[at:at + order]
-            at += order
-        else:
-            raise Refused("a delta order 0")
-    if len(out) != size:
-        raise Refused("a delta's result has another size")
-    return bytes(out)
-
+__all__ = ["index_stream"]  # bench/git_fetch_hashlib.py takes it from here
 
 def _cpu() -> tuple[float, float]:
     self_ = resource.getrusage(resource.RUSAGE_SELF)

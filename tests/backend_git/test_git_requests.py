@@ -39,8 +39,9 @@ STATUS = {"advertise": 1, "ls-refs": 1}
 #: A look that finds a new tip, then one `git fetch` of it.
 PULL = {"advertise": 2, "ls-refs": 2, "fetch": 1}
 #: init on a new device: its reachability check is the look; reading HEAD right after, in the
-#: same operation, fetches the tip that look saw instead of listing the remote again.
-INIT = {"advertise": 2, "ls-refs": 2, "fetch": 1}
+#: same operation, fetches the tip that look saw instead of listing the remote again, with
+#: roam's own fetch (ownfetch.py: `want <tip>` needs no ls-refs; `git fetch` lists again).
+INIT = {"advertise": 2, "ls-refs": 1, "fetch": 1}
 
 
 def classes(requests: list[Request]) -> Counter[str]:

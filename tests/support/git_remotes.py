@@ -21,7 +21,7 @@ Four transports and a blackhole, each a context manager that stops its process b
         ...
     with blackhole("syndrop") as url:    # accept queue full: the connect itself hangs
 
-This file is also the servers' program: `python git_remotes.py http ROOT [USER:PASS]` and
+This file is also the servers' program: `python git_remotes.py http ROOT [--v0] [USER:PASS]` and
 `python git_remotes.py blackhole MODE` print the port they bound (port 0) on stdout.
 """
 
@@ -191,9 +191,16 @@ def ssh_server(root: Path) -> Iterator[tuple[str, str]]:
 
 
 @contextlib.contextmanager
-def smart_http(root: Path, auth: tuple[str, str] | None = None) -> Iterator[str]:
-    """Smart HTTP (`git http-backend`) serving `root`; yields `http://127.0.0.1:PORT/`."""
+def smart_http(root: Path, auth: tuple[str, str] | None = None,
+               protocol_v2: bool = True) -> Iterator[str]:
+    """Smart HTTP (`git http-backend`) serving `root`; yields `http://127.0.0.1:PORT/`.
+
+    `protocol_v2=False`: the server ignores the client's Git-Protocol header and answers in
+    protocol v0, as an older host does.
+    """
     argv = [sys.executable, __file__, "http", str(root)]
+    if not protocol_v2:
+        argv.append("--v0")
     if auth is not None:
         argv.append(f"{auth[0]}:{auth[1]}")
     process = _spawn(argv)
@@ -220,7 +227,7 @@ def blackhole(mode: str = "silent") -> Iterator[str]:
 
 # -- the server programs (run as subprocesses) ------------------------------------------------
 
-def _serve_http(root: str, credentials: str | None) -> None:
+def _serve_http(root: str, credentials: str | None, v0: bool = False) -> None:
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
     from urllib.parse import urlsplit
 
@@ -267,7 +274,7 @@ def _serve_http(root: str, credentials: str | None) -> None:
                        CONTENT_TYPE=self.headers.get("Content-Type", ""),
                        CONTENT_LENGTH=str(len(body)),
                        HTTP_CONTENT_ENCODING=self.headers.get("Content-Encoding", ""),
-                       GIT_PROTOCOL=self.headers.get("Git-Protocol", ""))
+                       GIT_PROTOCOL="" if v0 else self.headers.get("Git-Protocol", ""))
             out = subprocess.run(["git", "http-backend"], input=body, env=env,
                                  capture_output=True).stdout
             head, sep, payload = out.partition(b"\r\n\r\n")
@@ -319,7 +326,8 @@ def _serve_blackhole(mode: str) -> None:
 
 if __name__ == "__main__":
     if sys.argv[1] == "http":
-        _serve_http(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None)
+        extra = sys.argv[3:]
+        _serve_http(sys.argv[2], next((a for a in extra if a != "--v0"), None), "--v0" in extra)
     elif sys.argv[1] == "blackhole":
         _serve_blackhole(sys.argv[2])
     else:

@@ -168,7 +168,7 @@ class GitBackend(Backend):
                     self.mirror.set_tracking(remote)
                     tip = remote
                 else:
-                    tip = self.mirror.fetch()
+                    tip = self.mirror.fetch(remote)
             self._set_view(tip)
             self._refreshed_at = time.monotonic()
             self._refreshed_in = _deadline.current()

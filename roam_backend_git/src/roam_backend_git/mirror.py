@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
 import secrets
 import time
@@ -18,9 +19,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from roam_backend_git import ownfetch
 from roam_backend_git.config import GitSettings
 from roam_backend_git.packread import PackReader
-from roam_backend_git.runner import GitRunner, classify
+from roam_backend_git.runner import GitRunner, classify, one_line
 from roam_backend_git.staging import TMP_PREFIX, StagingPack
 from roam_core.plugin import CONNECT_BUDGET, BackendError, TransientBackendError
 
@@ -33,6 +35,8 @@ GC_AUTO_PACKS = 50
 GC_CAP = 120.0
 #: A staging pack untouched this long belongs to a process that died: removed at upkeep.
 STALE_STAGING = 24 * 3600.0
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -107,8 +111,17 @@ class Mirror:
                 return sha.strip()
         return None
 
-    def fetch(self) -> str | None:
-        """Fetch the branch into the tracking ref; return the fetched tip (None if absent)."""
+    def fetch(self, tip: str | None = None) -> str | None:
+        """Fetch the branch into the tracking ref; return the fetched tip (None if absent).
+
+        `tip`: the branch's commit a look just saw. A mirror without any ref (a new device's
+        first fetch) then fetches it itself (ownfetch.py); any other fetch is `git fetch`.
+        """
+        if tip is not None and ownfetch.applies(self.settings.remote) and not self._has_refs():
+            try:
+                return self._own_fetch(tip)
+            except ownfetch.Fallback as why:
+                log.debug("git fetch instead of roam's own: %s", why)
         refspec = f"+{self.branch_ref}:{self.tracking_ref}"
         # every fetch kept as a pack (git unpacks fewer than 100 objects into loose files by
         # default): packread.py reads packs, a loose object costs a `git cat-file` each
@@ -122,6 +135,28 @@ class Mirror:
                 return None
             raise classify("fetch", result.stderr, self.git.redact, self.git.transport)
         return self.tracking()
+
+    def _has_refs(self) -> bool:
+        return bool(self.git.run(["for-each-ref", "--count=1", "--format=x"],
+                                 action="for-each-ref").stdout.strip())
+
+    def _own_fetch(self, tip: str) -> str:
+        """Fetch `tip` ourselves: the pack placed, connectivity checked, then the ref."""
+        pack_dir = self.path / "objects" / "pack"
+        placed = ownfetch.fetch_pack(pack_dir, self.git, self.settings, tip)
+        # git's own check after a fetch: every object the tip reaches is there
+        check = self.git.run(["rev-list", "--objects", "--quiet", tip, "--not", "--all"],
+                             action="rev-list (local mirror)", cap=self.settings.transfer_timeout,
+                             check=False)
+        if check.returncode != 0:
+            for path in sorted(placed, key=lambda p: p.suffix != ".idx"):  # the index first
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+            self.packs.forget_gone()
+            raise BackendError("git fetch: the remote's pack lacks objects the branch needs "
+                               f"({self.git.redact(one_line(check.stderr))}); nothing was kept")
+        self.set_tracking(tip)
+        return tip
 
     def push(self, commit: str, lease: str | None) -> PushOutcome:
         """Push `commit` to the branch if the remote is still at `lease` (None: absent)."""

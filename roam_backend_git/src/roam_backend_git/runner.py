@@ -12,10 +12,13 @@ import os
 import re
 import signal
 import subprocess
+import tempfile
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from roam_core.plugin import BackendError, DeadlineExceeded, TransientBackendError
 from roam_core.plugin import deadline as _deadline
@@ -116,6 +119,68 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
         process.kill()
 
 
+class GitChild:
+    """A git child roam talks to over its pipes, killed with its group when its time is up.
+
+    stderr goes to an unnamed temporary file (no pipe for the child to fill while roam reads
+    stdout); `arm` (re)starts the watchdog, which kills the process group, so a read blocked
+    on a stalled child ends at once with end of file.
+    """
+
+    def __init__(self, process: subprocess.Popen[bytes], errors: IO[bytes],
+                 runner: GitRunner, action: str) -> None:
+        self.process = process
+        self.stdin = process.stdin
+        self.stdout = process.stdout
+        self.runner = runner
+        self.action = action
+        self.started = time.monotonic()
+        self.timed_out = False
+        self._errors = errors
+        self._timer: threading.Timer | None = None
+
+    def arm(self, cap: float) -> None:
+        """Allow the child `cap` seconds more (bounded by the operation's deadline)."""
+        self.disarm()
+        self._timer = threading.Timer(self.runner.timeout(cap), self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _expire(self) -> None:
+        self.timed_out = True
+        _kill_group(self.process)
+
+    def stderr(self) -> str:
+        """What the child wrote to stderr so far."""
+        self._errors.seek(0)
+        return self._errors.read().decode("utf-8", "replace")
+
+    def wait(self, cap: float = 5.0) -> int:
+        """The child's exit status once it ends (killed after `cap` seconds)."""
+        try:
+            return self.process.wait(timeout=cap)
+        except subprocess.TimeoutExpired:
+            _kill_group(self.process)
+            return self.process.wait()
+
+    def failure(self, what: str = "") -> BackendError:
+        """Why the conversation ended early: the timeout, git's stderr, or `what`."""
+        if self.timed_out:
+            return self.runner._timed_out(self.action, time.monotonic() - self.started)
+        if self.process.poll() is None:
+            self.wait()
+        stderr = self.stderr()
+        if stderr.strip():
+            return classify(self.action, stderr, self.runner.redact, self.runner.transport)
+        return TransientBackendError(f"git {self.action}: remote unreachable: "
+                                     f"{what or 'the connection ended early'}")
+
+
 class GitRunner:
     """Runs git against one bare repository with a fixed child environment."""
 
@@ -176,6 +241,44 @@ class GitRunner:
                 raise classify(action, result.stderr, self.redact, self.transport)
             raise BackendError(f"git {action} failed: {self.redact(one_line(result.stderr))}")
         return result
+
+    @contextlib.contextmanager
+    def talk(self, args: Sequence[str], *, action: str, cap: float, network: bool = True,
+             bare: bool = False, env: Mapping[str, str] | None = None) -> Iterator[GitChild]:
+        """Start `git args` with pipes to talk to; it has `cap` seconds until `arm` says more.
+
+        `bare`: no `-c` settings and no `--git-dir` (what git gives the `upload-pack` of a
+        local remote: that repository's own config governs it). Whatever happens inside,
+        the child's group is gone (killed if still running) when the block ends.
+        """
+        child_env = dict(self.env, **env) if env else self.env
+        argv = ["git", *args] if bare else self.argv(args, network)
+        cwd = self.git_dir if self.git_dir is not None and self.git_dir.is_dir() else None
+        errors = tempfile.TemporaryFile()  # noqa: SIM115 (closed when the child is done)
+        try:
+            process = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors,
+                env=child_env, cwd=cwd, start_new_session=True, bufsize=1 << 16)
+        except FileNotFoundError:
+            errors.close()
+            raise BackendError("git is not installed or not on PATH") from None
+        except OSError as error:
+            errors.close()
+            raise BackendError(f"cannot run git: {error.strerror or error}") from None
+        child = GitChild(process, errors, self, action)
+        try:
+            child.arm(cap)
+            yield child
+        except BaseException:
+            _kill_group(process)
+            raise
+        finally:
+            child.disarm()
+            for pipe in (process.stdin, process.stdout):
+                with contextlib.suppress(OSError):
+                    pipe.close()  # type: ignore[union-attr]
+            child.wait()
+            errors.close()
 
     def _timed_out(self, action: str, elapsed: float) -> BackendError:
         current = _deadline.current() or self.fallback_deadline
