@@ -370,3 +370,20 @@ def test_ssh_keeps_git_fetch(make_remote: Callable[[str], str], open_backend: Op
                              tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     commands = first_fetch(make_remote("ssh"), open_backend, tmp_path, monkeypatch)
     assert commands["fetch"] == 1, commands
+
+
+@pytest.mark.parametrize("transport", ["file", "http"])
+def test_a_tip_the_remote_no_longer_has_gets_git_fetch(transport: str, tmp_path: Path,
+                                                       open_backend: Opener) -> None:
+    """The branch moved and the old tip is gone (`ERR ... not our ref`): `git fetch` then."""
+    root = tmp_path / "served"
+    root.mkdir()
+    with served(transport, root) as (url, _proxy):
+        writer = open_backend(url)
+        writer.put_new("data/a", os.urandom(10_000))
+        writer.swap_ref("HEAD", b"gen-1", None)
+        reader = open_backend(url)
+        reader.mirror.ensure()
+        tip = git(root / "store.git", "rev-parse", "refs/heads/roam").stdout.strip()
+        assert reader.mirror.fetch("1" * 40) == tip
+        assert_sound(reader.mirror.path)
