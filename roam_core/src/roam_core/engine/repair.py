@@ -23,7 +23,6 @@ import hashlib
 import io
 from collections.abc import MutableMapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import BinaryIO
 
 from roam_core import crypto
@@ -83,8 +82,13 @@ def repair(session: Session, *, read_data: bool = False) -> RepairReport:
         session.backend, session.keys, None, max_file_size=session.max_file_size), state)
     checker = Checker(session, read_data=read_data)
     checker.run()
-    if checker.missing:
-        _restore_objects(session, checker, state, result)
+    tried: set[str] = set()
+    while checker.missing - tried:
+        # a check stops at a missing tree: the trees below one put back are found by the
+        # next, and put back from the cache in turn (each key tried once)
+        _restore_objects(session, checker, state, result, checker.missing - tried,
+                         from_base=not tried)
+        tried |= checker.missing
         checker = Checker(session, read_data=read_data)  # blobs below restored trees too
         checker.run()
     _restore_blobs(session, checker, state, result)
@@ -106,21 +110,23 @@ def repair(session: Session, *, read_data: bool = False) -> RepairReport:
 
 
 def _restore_objects(session: Session, checker: Checker, state: LocalState,
-                     result: RepairReport) -> None:
-    """Missing trees and snapshots, from the object cache, then from this device's base."""
+                     result: RepairReport, missing: set[str], from_base: bool) -> None:
+    """The `missing` trees and snapshots, from the object cache.
+
+    Then (`from_base`, the first round) the missing trees of this device's base generation.
+    """
     repo = checker.repo
-    for key in sorted(checker.missing):
+    for key in sorted(missing):
         prefix = key[:key.index("/") + 1]
         folder, kind = _CACHED[prefix]
-        cache = session.repo.cache_dir
-        plain = _cached(cache / folder / key.rpartition("/")[2], repo, kind) if cache else None
+        plain = session.repo.cached_copy(kind, folder, key.rpartition("/")[2])
         if plain is not None and _put(repo, key, kind, plain):
             if kind == crypto.KIND_TREE:
                 result.trees += 1
             else:
                 result.snapshots += 1
-    trees = {key for key in checker.missing if key.startswith("trees/")}
-    if not trees or not state.base:
+    trees = {key for key in missing if key.startswith("trees/")}
+    if not trees or not state.base or not from_base:
         return
     # the trees of the generation this device synced are made again from its own record of
     # it; those still in the store are skipped, so only missing ones are written
@@ -128,17 +134,6 @@ def _restore_objects(session: Session, checker: Checker, state: LocalState,
     repo.seen_trees = set(present)
     repo.write_manifest(state.base_manifest())
     result.trees += len(repo.seen_trees - present)
-
-
-def _cached(path: Path, repo: Repository, kind: bytes) -> bytes | None:
-    """A cached plaintext, only when it still hashes to its name."""
-    try:
-        plain = path.read_bytes()
-    except OSError:
-        return None
-    if repo.keys.name(kind, hashlib.sha256(plain).digest()) != path.name:
-        return None
-    return plain
 
 
 def _put(repo: Repository, key: str, kind: bytes, plain: bytes) -> bool:

@@ -122,5 +122,7 @@ class Session:
         return state
 
     def close(self) -> None:
+        if "repo" in self.__dict__:
+            self.repo.close()  # its object cache written (a pull's, in a thread meanwhile)
         if "backend" in self.__dict__:
             self.backend.close()

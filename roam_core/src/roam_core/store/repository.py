@@ -23,7 +23,7 @@ from roam_core import crypto
 from roam_core.errors import ArchiveKeyError, IntegrityError, ObjectNotFound, UserError
 from roam_core.storage import Backend
 from roam_core.store import codec, reached
-from roam_core.store.cache_files import Entries, read_known, write_cache, write_known
+from roam_core.store.cache_files import Entries, read_known, write_known
 from roam_core.store.catalog import BlobTable, KnownBlobs, RefTable, compact
 from roam_core.store.content import ContentSource, checked_content
 from roam_core.store.manifest import (
@@ -34,6 +34,7 @@ from roam_core.store.manifest import (
     check_manifest,
     is_hex64,
 )
+from roam_core.store.object_cache import PENDING_BYTES, ObjectCache
 from roam_core.store.objects import (
     HEAD_REF,
     STORE_FORMAT,
@@ -63,6 +64,10 @@ LEVEL_BATCH = 1024
 REACHED_FILE = "reached.json"
 #: Tree uploads at once on a remote store (the S3 client's pool holds as many connections).
 TREE_UPLOADS = 32
+#: The kind each object cache folder of an earlier roam held (a file per object).
+LEGACY_KINDS = {"trees": crypto.KIND_TREE, "snapshots": crypto.KIND_SNAPSHOT,
+                "indexes": crypto.KIND_INDEX, "voids": crypto.KIND_VOID,
+                "marks": crypto.KIND_MARK}
 
 
 class Repository(TreeReads):
@@ -96,6 +101,16 @@ class Repository(TreeReads):
         #: The index cache as read (and appended to) by this process: parsed once, however
         #: many of the blob table, the tree places and the locations ask for it.
         self._known_cache: dict[str, Entries] | None = None
+        #: The device's object cache (`_object_cache`), once asked for.
+        self._objects: ObjectCache | None = None
+        #: Copies kept by reads, written at `flush_copies`: (label, id, plaintext).
+        self._pending_copies: list[tuple[str, str, bytes]] = []
+        self._pending_size = 0
+        self._copies_lock = threading.Lock()
+        #: `keeping_copies` blocks running: copies wait for the outermost one's end.
+        self._deferring = 0
+        #: The thread writing a whole load's copies, if one runs (`flush_copies`).
+        self._writer: threading.Thread | None = None
 
     # -- HEAD ----------------------------------------------------------------------------
 
@@ -147,32 +162,158 @@ class Repository(TreeReads):
         return None if self.cache_dir is None else self.cache_dir / kind / object_id
 
     def _read_json(self, kind: bytes, object_id: str, key: str, label: str) -> dict[str, Any]:
-        cached = self._cache_path(label, object_id)
-        if cached is not None:
-            try:
-                return json.loads(cached.read_bytes())
-            except (OSError, ValueError):
-                pass
         what = f"{label[:-1]} {key}"
+        label = label.rstrip("/")
+        plain = self._copies(kind, label, [object_id]).get(object_id)
+        if plain is not None:
+            return json.loads(plain)  # parsed and checked when it was read from the store
         try:
             sealed = self.backend.get(key)
         except ObjectNotFound:
             raise IntegrityError(f"integrity error: {what} is missing from the store") from None
-        return self._open_json(kind, object_id, sealed, what, cached)
+        value = self._open_json(kind, object_id, sealed, what, label)
+        self.flush_copies()
+        return value
 
     def _open_json(self, kind: bytes, object_id: str, sealed: bytes, what: str,
-                   cached: Path | None) -> dict[str, Any]:
-        """Authenticate, decode and re-name one sealed JSON object; cache its plaintext."""
+                   keep_as: str | None) -> dict[str, Any]:
+        """Authenticate, decode and re-name one sealed JSON object.
+
+        Its plaintext is kept as `keep_as` in the device's object cache (written at
+        `flush_copies`).
+        """
         plain = codec.decode(crypto.open_sealed(self.keys.encryption, kind, object_id, sealed,
                                                 what), what)
         if self.keys.name(kind, hashlib.sha256(plain).digest()) != object_id:
             raise IntegrityError(f"integrity error: {what} does not match its name")
         value = parse_json(plain, what)
-        if cached is not None and self.backend.capabilities.remote:
-            # a copy pays only where a read leaves the machine: on a local store it costs a
-            # file creation per tree (seconds for a large home) to save a local read
-            write_cache(cached, plain)
+        if keep_as is not None:
+            self._keep_copy(keep_as, object_id, plain)
         return value
+
+    # -- the object cache (roam_core.store.object_cache) ---------------------------------
+
+    def _object_cache(self) -> ObjectCache | None:
+        """The device's object cache, on a remote store only.
+
+        A copy pays only where a read leaves the machine: on a local store it would save a
+        local read.
+        """
+        if self.cache_dir is None or not self.backend.capabilities.remote:
+            return None
+        with self._copies_lock:  # trees are read (and kept) by several threads at once
+            if self._objects is None:
+                self._objects = ObjectCache(self.cache_dir)
+                self._take_in_legacy(self._objects)
+            return self._objects
+
+    def _copies(self, kind: bytes, label: str, ids: Sequence[str]) -> dict[str, bytes]:
+        """The cached plaintexts of `ids` that still hash to their names (one query)."""
+        cache = self._object_cache()
+        if cache is None:
+            return {}
+        found = cache.get_many(label, ids)
+        wrong = [object_id for object_id, plain in found.items()
+                 if not self._named(kind, object_id, plain)]
+        for object_id in wrong:  # damaged or swapped: read from the store, then replaced
+            del found[object_id]
+        return found
+
+    def cached_copy(self, kind: bytes, label: str, object_id: str) -> bytes | None:
+        """One cached plaintext that still hashes to its name (for `roam check --repair`)."""
+        return self._copies(kind, label, [object_id]).get(object_id)
+
+    def _named(self, kind: bytes, object_id: str, plain: bytes) -> bool:
+        return self.keys.name(kind, hashlib.sha256(plain).digest()) == object_id
+
+    def _keep_copy(self, label: str, object_id: str, plain: bytes) -> None:
+        if self._object_cache() is None:
+            return
+        with self._copies_lock:
+            self._pending_copies.append((label, object_id, plain))
+            self._pending_size += len(plain)
+
+    @contextlib.contextmanager
+    def keeping_copies(self, then_write: bool = True) -> Iterator[None]:
+        """Write the copies kept while this runs at its end, in one transaction.
+
+        Not by each read: a file per tree was 3,026 file creations on the large home's pull
+        (issue 22). Earlier only if `PENDING_BYTES` of them are waiting; later (at the next
+        `flush_copies`) if not `then_write`.
+        """
+        with self._copies_lock:
+            self._deferring += 1
+        try:
+            yield
+        finally:
+            with self._copies_lock:
+                self._deferring -= 1
+            if then_write:
+                self.flush_copies(due=True)
+
+    def flush_copies(self, due: bool = False, keep: set[str] | None = None) -> None:
+        """Write the copies kept so far, unless a `keeping_copies` is running.
+
+        `due`: also while one runs, once `PENDING_BYTES` of them are waiting. `keep` (the
+        trees of a whole generation just loaded): written in a thread of their own, off the
+        pull's path (joined by the next write and by `close`), then the cache is bounded to
+        a few generations (`ObjectCache.keep_only`).
+        """
+        cache = self._object_cache()
+        with self._copies_lock:
+            if cache is None or (self._deferring and (
+                    not due or self._pending_size < PENDING_BYTES)):
+                return
+            rows, self._pending_copies, self._pending_size = self._pending_copies, [], 0
+        if keep is None:
+            if rows:
+                self._join_writer()
+                cache.put_many(rows)
+            return
+        self._join_writer()
+
+        def write() -> None:
+            if rows:
+                cache.put_many(rows)
+            cache.keep_only("trees", keep)
+
+        self._writer = threading.Thread(target=write, name="roam-object-cache")
+        self._writer.start()
+
+    def _join_writer(self) -> None:
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.join()
+
+    def close(self) -> None:
+        """Finish writing the object cache and let go of it."""
+        self.flush_copies()
+        self._join_writer()
+        if self._objects is not None:
+            self._objects.close()
+
+    def _take_in_legacy(self, cache: ObjectCache) -> None:
+        """Copies an earlier roam kept as a file each become rows, once; the files go.
+
+        Each is checked against its name as it is taken in; a copy that fails is dropped.
+        """
+        rows: list[tuple[str, str, bytes]] = []
+        files: list[Path] = []
+        for label, object_id, path in cache.legacy(LEGACY_KINDS):
+            files.append(path)
+            try:
+                plain = path.read_bytes()
+            except OSError:
+                continue
+            if self._named(LEGACY_KINDS[label], object_id, plain):
+                rows.append((label, object_id, plain))
+        if not files or not cache.put_many(rows):
+            return  # a cache that cannot be written leaves the files for the next command
+        for path in files:
+            try:
+                path.unlink()
+            except OSError:
+                pass
 
     def _write_json(self, kind: bytes, value: dict[str, Any], key_of: Any,
                     uploads: Uploads | TreePacker | None = None,
@@ -193,10 +334,10 @@ class Repository(TreeReads):
             uploads.put(key_of(object_id), sealed)
         else:
             put_once(self.backend, key_of(object_id), sealed)
-        cached = self._cache_path(cache_as, object_id) if cache_as else None
-        if cached is not None and self.backend.capabilities.remote:
+        if cache_as is not None:
             # as if read back: the next push from here finds it without a round trip
-            write_cache(cached, plain)
+            self._keep_copy(cache_as, object_id, plain)
+            self.flush_copies()
         return object_id
 
     def read_record(self, kind: bytes, record_id: str, key: str, label: str) -> dict[str, Any]:
@@ -231,7 +372,8 @@ class Repository(TreeReads):
         level: list[tuple[str, str]] = [("", root_tree)]
         depth = 0
         try:
-            with ParallelReads(read_workers(self.backend)) as reads:
+            with self.keeping_copies(then_write=False), \
+                    ParallelReads(read_workers(self.backend)) as reads:
                 while level:
                     if depth > MAX_FOLDERS:
                         raise IntegrityError(
@@ -262,6 +404,7 @@ class Repository(TreeReads):
         manifest = check_manifest(files, self.max_file_size, f"snapshot tree {root_tree}")
         self.seen_trees.update(folders.values())
         self.folders[root_tree] = folders
+        self.flush_copies(keep=set(folders.values()))
         return manifest
 
     def entry_at(self, root_tree: str, path: str) -> FileEntry | None:
@@ -629,7 +772,7 @@ class Repository(TreeReads):
                 return error
             return None if found is None else (compact(found[0]), compact(found[1]))
 
-        with ParallelReads(read_workers(self.backend)) as reads:
+        with self.keeping_copies(), ParallelReads(read_workers(self.backend)) as reads:
             if self._voids is None and reads.workers > 1 and listed - known.keys():
                 # on a remote store the void records are read beside the indexes not known
                 # yet, not one round trip before them: an index found voided is dropped

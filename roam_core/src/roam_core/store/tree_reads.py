@@ -9,10 +9,10 @@ format 1 key where `roam check --repair` puts back a tree it holds.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from roam_core import crypto
@@ -81,15 +81,18 @@ class TreeReads:
     _held_trees: HeldTrees
 
     # provided by Repository
-    def _cache_path(self, kind: str, object_id: str) -> Path | None:
-        raise NotImplementedError
-
     def _read_json(self, kind: bytes, object_id: str, key: str,
                    label: str) -> dict[str, Any]:
         raise NotImplementedError
 
     def _open_json(self, kind: bytes, object_id: str, sealed: bytes, what: str,
-                   cached: Path | None) -> dict[str, Any]:
+                   keep_as: str | None) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _copies(self, kind: bytes, label: str, ids: Sequence[str]) -> dict[str, bytes]:
+        raise NotImplementedError
+
+    def keeping_copies(self) -> contextlib.AbstractContextManager[None]:
         raise NotImplementedError
 
     def _catalog(self, tolerant: bool = False) -> dict[str, Entries]:
@@ -116,17 +119,25 @@ class TreeReads:
         are held for the next levels (`HeldTrees`), so a generation's trees cost one read per
         tree pack, not one per level.
         """
-        found: dict[str, dict[str, Any]] = {}
-        wanted: list[str] = []
-        for tree_id in dict.fromkeys(tree_ids):
+        ids = list(dict.fromkeys(tree_ids))
+        for tree_id in ids:
             _check_tree_id(tree_id)
-            cached = self._cache_path("trees", tree_id)
-            try:
-                found[tree_id] = entries_of(json.loads(cached.read_bytes()), tree_id)  # type: ignore[union-attr]
-            except (AttributeError, OSError, ValueError):  # None: no cache here
-                wanted.append(tree_id)
+        found: dict[str, dict[str, Any]] = {}
+        for tree_id, plain in self._copies(crypto.KIND_TREE, "trees", ids).items():
+            try:  # the copy hashes to its name: it is the tree once read and checked
+                found[tree_id] = entries_of(json.loads(plain), tree_id)
+            except (ValueError, IntegrityError):
+                pass
+        wanted = [tree_id for tree_id in ids if tree_id not in found]
         if not wanted:
             return found
+        with self.keeping_copies():  # one transaction for the trees read here
+            self._read_trees(wanted, found, reads, whole_packs)
+        return found
+
+    def _read_trees(self, wanted: list[str], found: dict[str, dict[str, Any]],
+                    reads: ParallelReads | None, whole_packs: bool) -> None:
+        """Read `wanted` from the store into `found` (see `load_trees`)."""
         places = self.tree_places() if self.format >= 2 else {}
         packed = [places[tree_id][0] for tree_id in wanted if tree_id in places]
         loose = [tree_id for tree_id in wanted if tree_id not in places]
@@ -142,7 +153,6 @@ class TreeReads:
         finally:
             if own:
                 reads.close()
-        return found
 
     def _read_loose_tree(self, tree_id: str) -> dict[str, Any]:
         """A tree stored as an object of its own (format 1, or a repair's copy)."""
@@ -232,8 +242,7 @@ class TreeReads:
         if len(sealed) != length:
             raise IntegrityError(f"integrity error: tree {tree_id} in {pack} is truncated")
         return entries_of(self._open_json(crypto.KIND_TREE, tree_id, sealed,
-                                        f"tree {tree_id} in {pack}",
-                                        self._cache_path("trees", tree_id)), tree_id)
+                                        f"tree {tree_id} in {pack}", "trees"), tree_id)
 
     def _tree_elsewhere(self, ref: BlobRef, error: IntegrityError) -> dict[str, Any]:
         """A packed tree that failed where `ref` says, from any other copy; else `error`.

@@ -34,7 +34,7 @@ def walk_trees(repo: Repository, roots: Iterable[str],
     seen: set[str] = set()
     level = set(roots)
     try:
-        with ParallelReads(workers) as reads:
+        with repo.keeping_copies(), ParallelReads(workers) as reads:
             while level:
                 seen |= level
                 below: set[str] = set()
