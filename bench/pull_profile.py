@@ -3,6 +3,7 @@
     python3 -m uv run --all-packages python bench/pull_profile.py setup [--home large]
     python3 -m uv run --all-packages python bench/pull_profile.py ab [--runs 3] [--other DIR]
     python3 -m uv run --all-packages python bench/pull_profile.py phases [--profile FILE]
+    python3 -m uv run --all-packages python bench/pull_profile.py front [--runs 3]
 
 `setup` generates the benchmark home (bench/homes.py; `large` by default, or a 5 KiB-mean
 home of `--files N`), pushes it to a local store and backs the same files up with restic
@@ -15,6 +16,11 @@ out. `phases` runs one pull
 in-process, timing its phases (manifest load, plan, journal, staging, sync, renames, state
 save) by wall and by the process's processor time, and with `--profile` writes a cProfile
 of it. Nothing is synced or dropped between runs except an untimed `sync` before each.
+`front` times the pull's sequential steps before and after its staging, `--runs` times, in
+this process and without installing anything: `pull` (no `--apply`) into an empty home
+(made once, kept), its plan (and `settle_type_changes` in it), then the install's naming of
+staged folders, its `staging` journal (encoding alone, then written) and the state save,
+into a scratch folder beside the home; medians of wall and processor time.
 """
 
 from __future__ import annotations
@@ -302,9 +308,74 @@ def pull_in_process(home: Path, profile: Path | None) -> None:
         print(f"profile written to {profile}")
 
 
+def front(work: Path, runs: int) -> None:
+    """The pull's sequential steps around its staging, timed without installing."""
+    import contextlib
+    import io
+
+    from roam_core.engine import journal, typechange
+    from roam_core.engine import plan as plan_module
+    from roam_core.engine.state import save_state
+
+    home = work / "device-front"
+    if not (home / "roam").exists():
+        fresh_device(work, Trash(work / f"trash-{os.getpid()}"), "device-front")
+    totals: dict[str, list[tuple[float, float]]] = {}
+
+    @contextlib.contextmanager
+    def timed(name: str) -> Iterator[None]:
+        wall, cpu = time.perf_counter(), time.process_time()
+        yield
+        totals.setdefault(name, []).append((time.perf_counter() - wall,
+                                            time.process_time() - cpu))
+
+    plans: list[plan_module.Plan] = []
+    build, settle = plan_module.Planner.build, typechange.settle_type_changes
+
+    def timed_build(self: plan_module.Planner) -> plan_module.Plan:
+        with timed("plan (Planner.build)"):
+            plans.append(build(self))
+        return plans[-1]
+
+    def timed_settle(planner: plan_module.Planner) -> None:
+        with timed("  settle_type_changes"):
+            settle(planner)
+
+    plan_module.Planner.build = timed_build  # type: ignore[method-assign]
+    plan_module.settle_type_changes = timed_settle  # type: ignore[assignment]
+    os.environ["ROAM_ARCHIVE_KEY"] = ARCHIVE_KEY
+    import gc
+
+    gc.disable()  # as in a pull (`collector_paused`): the steps below run outside it here
+    scratch = work / f"front-{os.getpid()}"
+    for run in range(runs):
+        with contextlib.redirect_stdout(io.StringIO()):
+            run_cli_here("--home", str(home), "pull", "--quiet")
+        plan = plans.pop()
+        state_dir = scratch / str(run)
+        state_dir.mkdir(parents=True)
+        install = journal.Install(home, state_dir, plan.ops)
+        with timed("install: staged folders named"):
+            install._name_staged()
+        with timed("journal encoded (not written)"):
+            for _piece in journal._encoded_ops(install.ops, install.temp):
+                pass
+        with timed("journal written (staging)"):
+            install._journal("staging")
+        assert plan.new_state is not None
+        plan.new_state.install = install.stamp
+        with timed("state save"):
+            save_state(state_dir, plan.new_state)
+    shutil.rmtree(scratch)
+    print(f"load average {os.getloadavg()[0]:.1f}, {runs} runs")
+    for name, samples in totals.items():
+        print(f"{name:34s} wall {statistics.median(s[0] for s in samples):6.3f} s  "
+              f"cpu {statistics.median(s[1] for s in samples):6.3f} s")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("action", choices=("setup", "ab", "phases", "phases-of"))
+    parser.add_argument("action", choices=("setup", "ab", "phases", "phases-of", "front"))
     parser.add_argument("--device", type=Path, help="phases-of: the initialised home to pull")
     parser.add_argument("--work", type=Path, default=Path("/tmp/roam-bench-pull"))
     parser.add_argument("--home", default="large", choices=sorted(homes.SPECS))
@@ -320,6 +391,8 @@ def main() -> int:
         setup(args.work, args.home, args.files)
     elif args.action == "ab":
         ab(args.work, args.runs, args.other, not args.no_restic)
+    elif args.action == "front":
+        front(args.work, args.runs)
     elif args.action == "phases-of":
         pull_in_process(args.device, args.profile)
     else:

@@ -27,6 +27,7 @@ import signal
 import stat as stat_module
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring_ascii as _quoted
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -134,15 +135,31 @@ def _then(first: list[bytes], rest: Iterator[bytes]) -> Iterator[bytes]:
     yield from rest
 
 
+def _json_text(value: str | None) -> str:
+    """`value` as `json.dumps` writes it (ASCII, escaped), or null."""
+    return "null" if value is None else _quoted(value)
+
+
+def _op_text(op: Op, temp: str | None) -> str:
+    """`json.dumps(op.as_json(temp))`, to the letter, made without the dict or the encoder."""
+    return (f'{{"rel": {_quoted(op.rel)}, "action": {_quoted(op.action)}, '
+            f'"sha256": {_json_text(op.sha256)}, "mode": {int(op.mode)}, '
+            f'"had_original": {"false" if op.expect is None else "true"}, '
+            f'"original_sha": {_json_text(op.original_sha)}, "temp": {_json_text(temp)}, '
+            f'"backup": {_json_text(op.backup)}}}')
+
+
 def _encoded_ops(ops: list[Op], temp: Callable[[int], str | None],
                  batch: int = 1024) -> Iterator[bytes]:
-    """The journal's ops as a JSON list, then the journal's closing brace, in pieces."""
+    """The journal's ops as a JSON list, then the journal's closing brace, in pieces.
+
+    Each op is formatted straight to its text (`_op_text`): a dict per op through
+    `json.dumps` was ~0.5 s of the install's thread at 100,000 files, before any file.
+    """
     yield b"["
     for start in range(0, len(ops), batch):
-        # one list per batch, its brackets cut: the same text as an encode per op, a third
-        # of the time (0.5 s of 100,000 calls)
-        text = json.dumps([ops[index].as_json(temp(index))
-                           for index in range(start, min(start + batch, len(ops)))])[1:-1]
+        text = ", ".join([_op_text(ops[index], temp(index))
+                          for index in range(start, min(start + batch, len(ops)))])
         yield (text if not start else ", " + text).encode()
     yield b"]}"
 
@@ -266,8 +283,8 @@ class Install:
         with holding(self.root, ops_paths(self.ops)):
             self._run(new_state)
 
-    def _run(self, new_state: LocalState) -> None:
-        ensure_private_dir(self.state_dir)
+    def _name_staged(self) -> None:
+        """Find the missing folders the new files arrive in (staged whole), name backups."""
         root = str(self.root)
         # a file this install deletes is no folder in the way: it is gone before any write
         missing: set[str] = {op.rel for op in self.ops if op.action == "delete"}
@@ -285,6 +302,10 @@ class Install:
                 op.folder = folders.setdefault(folder, folder)
             if op.expect is not None:
                 op.backup = str(self.backup_dir / op.rel)
+
+    def _run(self, new_state: LocalState) -> None:
+        ensure_private_dir(self.state_dir)
+        self._name_staged()
         try:  # a failed journal write is rolled back like any other step
             # the store's reads and the writer process start first: they change nothing in
             # the home, and the journal's write is a second of its own at 100,000 files
