@@ -22,12 +22,13 @@ import os
 import sqlite3
 import sys
 from collections.abc import Iterator, Mapping
+from json.encoder import encode_basestring_ascii as _quoted
 from pathlib import Path
 from typing import Any
 
 from roam_core.errors import ConfigError, IntegrityError
 from roam_core.fs import ensure_private_dir, fsync_dir
-from roam_core.store.manifest import FileEntry, is_hex64
+from roam_core.store.manifest import BlobRef, FileEntry, is_hex64
 
 STATE_DB = "state.db"
 LEGACY_FILE = "state.json"
@@ -42,8 +43,6 @@ _SCHEMA = (
     "WITHOUT ROWID",
 )
 _UPSERT = "INSERT OR REPLACE INTO base VALUES (?, ?, ?, ?, ?, ?)"
-#: `json.dumps` with separators makes an encoder per call: a first push writes a row per file
-_COMPACT = json.JSONEncoder(separators=(",", ":")).encode
 BaseRow = tuple[str, int, int, str, str, str]
 
 
@@ -133,7 +132,20 @@ def read_serial(state_dir: Path) -> int | None:
 
 def entry_row(entry: FileEntry) -> BaseRow:
     return (entry.path, entry.size, entry.mode, entry.sha256, entry.scope,
-            _COMPACT([list(ref) for ref in entry.blobs]))
+            _blobs_text(entry.blobs))
+
+
+def _blobs_text(refs: tuple[BlobRef, ...]) -> str:
+    """`refs` as `json.dumps(..., separators=(",", ":"))` writes them, to the letter.
+
+    Formatted directly: a list per ref through the JSON encoder was about half of a first
+    pull's state save, the last step before its commit point (100,000 rows, issue 22).
+    """
+    if len(refs) == 1:  # most files
+        pack, key, offset, length = refs[0]
+        return f"[[{_quoted(pack)},{_quoted(key)},{int(offset)},{int(length)}]]"
+    return "[" + ",".join([f"[{_quoted(pack)},{_quoted(key)},{int(offset)},{int(length)}]"
+                           for pack, key, offset, length in refs]) + "]"
 
 
 def row_entry(row: tuple[Any, ...]) -> FileEntry:
