@@ -30,9 +30,10 @@ from campaign.harness import Home, Runner, Store, new_key
 
 from roam_backend_git.backend import GitBackend
 from roam_backend_git.mirror import STALE_STAGING
+from roam_backend_git.ownfetch import Fallback, ssh_argv, ssh_target
 from roam_backend_git.staging import TMP_PREFIX
 from roam_core.errors import BackendError, TransientBackendError
-from support.git_remotes import bare_repo, file_url, smart_http
+from support.git_remotes import bare_repo, file_url, smart_http, ssh_server
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from netproxy import git_operation, latency_proxy
@@ -366,10 +367,65 @@ def test_a_server_without_protocol_v2_gets_git_fetch(tmp_path: Path, open_backen
         assert commands["fetch"] == 1, commands
 
 
-def test_ssh_keeps_git_fetch(make_remote: Callable[[str], str], open_backend: Opener,
-                             tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ssh_first_fetch_is_roams_own(make_remote: Callable[[str], str], open_backend: Opener,
+                                      tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through the user's ssh command, as git runs it; protocol v2 (the sshd accepts it)."""
     commands = first_fetch(make_remote("ssh"), open_backend, tmp_path, monkeypatch)
+    assert commands["fetch"] == 0, commands
+
+
+def test_ssh_to_a_server_speaking_v0_is_roams_own_too(
+        ssh_base: tuple[str, str], served_root: Path, open_backend: Opener, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stock sshd drops GIT_PROTOCOL: upload-pack advertises its refs (v0), roam wants."""
+    with ssh_server(tmp_path / "keys", protocol_v2=False) as (base, command):
+        monkeypatch.setenv("GIT_SSH_COMMAND", command)
+        url = base + str(bare_repo(served_root))
+        commands = first_fetch(url, open_backend, tmp_path, monkeypatch)
+        assert commands["fetch"] == 0, commands
+
+
+def test_another_ssh_program_keeps_git_fetch(make_remote: Callable[[str], str],
+                                             open_backend: Opener, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """roam speaks only to OpenSSH's `ssh`; a wrapper (plink, a script) is git's to run."""
+    url = make_remote("ssh")
+    wrapper = tmp_path / "my-ssh"
+    wrapper.write_text('#!/bin/sh\nexec ssh "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("GIT_SSH_COMMAND", os.environ["GIT_SSH_COMMAND"].replace(
+        "ssh ", f"{wrapper} ", 1))
+    commands = first_fetch(url, open_backend, tmp_path, monkeypatch)
     assert commands["fetch"] == 1, commands
+
+
+@pytest.mark.parametrize(("remote", "target"), [
+    ("ssh://me@host:2222/srv/x.git", ("me@host", "2222", "/srv/x.git")),
+    ("git+ssh://host/~me/x.git", ("host", None, "~me/x.git")),
+    ("git@example.org:me/x.git", ("git@example.org", None, "me/x.git")),
+    ("ssh://me@[::1]:22/x.git", ("me@::1", "22", "/x.git")),
+    ("ssh://-oProxyCommand=touch%20x/x.git", None),   # an option for a host: git refuses
+    ("ssh://host/a%20b.git", None),                   # escapes: git's to read
+    ("ssh://host", None),
+])
+def test_ssh_remotes_are_read_as_git_reads_them(remote: str,
+                                                target: tuple[str, str | None, str] | None
+                                                ) -> None:
+    if target is None:
+        with pytest.raises(Fallback):
+            ssh_target(remote)
+    else:
+        assert ssh_target(remote) == target
+
+
+def test_ssh_runs_as_git_runs_it() -> None:
+    """Through the shell (a command line), GIT_PROTOCOL sent, the path quoted as git does."""
+    command = "ssh -i key -o BatchMode=yes"
+    assert ssh_argv(command, "ssh://me@host:2222/srv/it's!.git") == [
+        "sh", "-c", f'{command} "$@"', command, "-o", "SendEnv=GIT_PROTOCOL", "-p", "2222",
+        "me@host", "git-upload-pack '/srv/it'\\''s'\\!'.git'"]
+    with pytest.raises(Fallback):
+        ssh_argv("plink -batch", "ssh://me@host/x.git")
 
 
 @pytest.mark.parametrize("transport", ["file", "http"])

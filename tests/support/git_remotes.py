@@ -157,11 +157,13 @@ def ensure_sshd() -> str | None:
 
 
 @contextlib.contextmanager
-def ssh_server(root: Path) -> Iterator[tuple[str, str]]:
+def ssh_server(root: Path, protocol_v2: bool = True) -> Iterator[tuple[str, str]]:
     """An sshd on 127.0.0.1 letting this user in with a new key (no password, no PAM).
 
     Yields (`ssh://USER@127.0.0.1:PORT`, the `GIT_SSH_COMMAND` that uses the key); a
     repository at absolute path P is then `BASE + P`. Call `ensure_sshd()` first.
+    `protocol_v2`: the server accepts the client's GIT_PROTOCOL (`AcceptEnv`), as git hosts
+    do, so git's protocol v2 runs over it; without, upload-pack speaks v0 (a stock sshd).
     """
     import getpass
 
@@ -181,7 +183,8 @@ def ssh_server(root: Path) -> Iterator[tuple[str, str]]:
             f"Port {port}", "ListenAddress 127.0.0.1", f"HostKey {keys / 'host'}",
             f"PidFile {keys / 'sshd.pid'}", f"AuthorizedKeysFile {keys / 'authorized_keys'}",
             "PasswordAuthentication no", "KbdInteractiveAuthentication no",
-            "PermitRootLogin prohibit-password", "StrictModes no", "UsePAM no", ""]))
+            "PermitRootLogin prohibit-password", "StrictModes no", "UsePAM no",
+            *(["AcceptEnv GIT_PROTOCOL"] if protocol_v2 else []), ""]))
         return [SSHD, "-D", "-f", str(config), "-E", str(keys / "sshd.log")]
 
     with _on_free_port(argv) as port:

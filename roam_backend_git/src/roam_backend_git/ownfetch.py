@@ -5,18 +5,24 @@ then hashes every object with git's collision-detecting SHA-1, 2.8-3.4 s of proc
 for the benchmark's large home (552 MB) on the two cores the server shares. Here roam asks for
 the tip itself and indexes the pack with hashlib as it streams in (packindex.py): ~1.4 s.
 
-Only git's own programs touch the network, so credentials (credential helpers), TLS
-settings and proxies stay git's:
+Only git's own programs and the user's ssh touch the network, so credentials (credential
+helpers, ssh keys and agents), TLS settings and proxies stay git's:
 
 - http(s): `git remote-http(s)`, the remote helper `git fetch` runs, in its
   `stateless-connect git-upload-pack` mode (gitremote-helpers(7)): it sends the requests roam
   writes to its stdin and streams the answers back;
+- ssh: the ssh command git would run (GIT_SSH_COMMAND as the runner builds it: the user's
+  own plus BatchMode and timeouts), through the shell as git runs a command line, with
+  `-o SendEnv=GIT_PROTOCOL`, `-p PORT`, the host, and `git-upload-pack '<path>'`; OpenSSH's
+  `ssh` only (a wrapper or plink: `git fetch`, which knows their options);
 - a local path or file://: `git upload-pack` with GIT_PROTOCOL=version=2 over pipes, with no
   `-c` settings, as `git fetch` starts it.
 
 The conversation: the capability advertisement, then one `fetch` (`want <tip>`, `done`, no
 haves: the mirror holds no history yet), whose side-band-64k answer is demultiplexed (band 1
-the pack, band 2 progress dropped, band 3 the remote's error). The pack is written under
+the pack, band 2 progress dropped, band 3 the remote's error). An sshd that drops
+GIT_PROTOCOL (a stock one) gets protocol v0 over the same pipes: its ref advertisement, then
+`want <tip>` with side-band-64k and `done`. The pack is written under
 objects/pack as a temporary (staging.TMP_PREFIX, which upkeep removes when stale), indexed
 on the way, fsynced with its index, both renamed into place; a pack with a delta the indexer
 does not resolve goes to `git index-pack` once written. Damage (a truncated, corrupt or short
@@ -24,9 +30,9 @@ pack, a wrong checksum) leaves nothing in objects/pack. The caller sets the trac
 after `git rev-list --objects` over the tip found every object (git's own connectivity check
 after a fetch), and a pack that fails it is removed again.
 
-Anything else raises `Fallback` and the caller runs `git fetch`: ssh and git:// remotes, a
-remote that does not speak protocol v2 (dumb HTTP, an old server) or another object format,
-a tip the remote no longer has.
+Anything else raises `Fallback` and the caller runs `git fetch`: git:// remotes, an http
+remote that does not speak protocol v2 (dumb HTTP, an old server), another object format,
+another ssh program, a tip the remote no longer has.
 """
 
 from __future__ import annotations
@@ -35,7 +41,9 @@ import contextlib
 import os
 import re
 import secrets
+import shlex
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -54,8 +62,8 @@ class Fallback(Exception):
 
 
 def applies(remote: str) -> bool:
-    """Whether roam's own fetch speaks `remote`'s transport (smart HTTP(S), a local path)."""
-    return transport_of(remote) in ("http", "file")
+    """Whether roam's own fetch speaks `remote`'s transport (smart HTTP(S), ssh, a path)."""
+    return transport_of(remote) in ("http", "file", "ssh")
 
 
 def pkt(payload: bytes) -> bytes:
@@ -136,22 +144,97 @@ def _said(message: bytes, redact: Callable[[str], str]) -> str:
     return redact(one_line("\n".join(lines)) if lines else "no message")
 
 
-def _conversation(runner: GitRunner, remote: str) -> tuple[list[str], bool, dict[str, str]]:
-    """The argv that reaches `remote`, whether it is a remote helper, its environment."""
-    if transport_of(remote) == "file":
+@dataclass(frozen=True)
+class _Route:
+    """How to reach the remote's upload-pack: the argv, and who speaks first."""
+
+    argv: list[str]
+    helper: bool                  # git's remote helper (stateless-connect) in between
+    raw: bool                     # argv is whole (a shell running ssh), not git's arguments
+    env: dict[str, str]
+
+
+def _route(runner: GitRunner, remote: str) -> _Route:
+    """The program that reaches `remote`'s upload-pack (`Fallback` when git should)."""
+    transport = transport_of(remote)
+    v2 = {"GIT_PROTOCOL": "version=2"}
+    if transport == "file":
         if "://" not in remote:
-            return ["upload-pack", "--", remote], False, {"GIT_PROTOCOL": "version=2"}
+            return _Route(["upload-pack", "--", remote], False, False, v2)
         parts = urlsplit(remote)
         if parts.netloc or "%" in parts.path or parts.query or parts.fragment:
             raise Fallback("a file URL with a host or escapes")
-        return ["upload-pack", "--", parts.path], False, {"GIT_PROTOCOL": "version=2"}
+        return _Route(["upload-pack", "--", parts.path], False, False, v2)
+    if transport == "ssh":
+        if runner.env.get("GIT_SSH_VARIANT", "ssh") != "ssh":
+            raise Fallback("an ssh variant other than OpenSSH's")
+        return _Route(ssh_argv(runner.env.get("GIT_SSH_COMMAND") or "ssh", remote),
+                      False, True, v2)
     scheme = remote.split("://", 1)[0].lower()
     # protocol v2 whatever the user's protocol.version: stateless-connect speaks only v2
-    return (["-c", "protocol.version=2", f"remote-{scheme}", remote, remote], True, {})
+    return _Route(["-c", "protocol.version=2", f"remote-{scheme}", remote, remote],
+                  True, False, {})
 
 
-def _connect(wire: Wire, helper: bool) -> dict[str, str]:
-    """Open the conversation; the server's capabilities (`Fallback` if it lacks v2 fetch)."""
+def ssh_target(remote: str) -> tuple[str, str | None, str]:
+    """`[user@]host`, the port (or None) and the path of an ssh remote, as git reads them.
+
+    `Fallback` for anything git reads in a way this does not (escapes, a host that ssh
+    would take for an option, which git refuses too).
+    """
+    if "://" in remote:
+        hostport, slash, path = remote.split("://", 1)[1].partition("/")
+        if not slash:
+            raise Fallback("an ssh URL without a path")
+        path = "/" + path
+        if path.startswith("/~"):  # ssh://host/~user/x is ~user/x, as git reads it
+            path = path[1:]
+        user, at, hostonly = hostport.rpartition("@")
+        port: str | None = None
+        if hostonly.startswith("["):
+            host, _, after = hostonly[1:].partition("]")
+            if after and not after.startswith(":"):
+                raise Fallback("an ssh URL git would read otherwise")
+            port = after[1:] or None
+        else:
+            host, _, port = hostonly.partition(":")
+            port = port or None
+    else:  # scp-like [user@]host:path
+        hostpart, _, path = remote.partition(":")
+        user, at, host = hostpart.rpartition("@")
+        port = None
+    if not host or host.startswith("-") or "%" in remote or ":" in user or not path \
+            or (port is not None and not port.isdigit()):
+        raise Fallback("an ssh remote git would read otherwise")
+    return (f"{user}@{host}" if at else host), port, path
+
+
+def ssh_argv(command: str, remote: str) -> list[str]:
+    """The argv git itself runs for `git-upload-pack` over ssh (OpenSSH only).
+
+    As git does: the ssh command through the shell (`GIT_SSH_COMMAND` is a command line),
+    `-o SendEnv=GIT_PROTOCOL` so the server may speak protocol v2, `-p` for a port, and the
+    path single-quoted for the remote shell.
+    """
+    try:
+        program = shlex.split(command)[0]
+    except (ValueError, IndexError):
+        raise Fallback("an ssh command that is not a plain command line") from None
+    if os.path.basename(program) not in ("ssh", "ssh.exe"):
+        raise Fallback("an ssh program other than OpenSSH's")
+    login, port, path = ssh_target(remote)
+    quoted = "'" + path.replace("'", "'\\''").replace("!", "'\\!'") + "'"
+    args = ["-o", "SendEnv=GIT_PROTOCOL", *(["-p", port] if port else []), login,
+            f"git-upload-pack {quoted}"]
+    return ["sh", "-c", f'{command} "$@"', command, *args]
+
+
+def _connect(wire: Wire, helper: bool, redact: Callable[[str], str]
+             ) -> tuple[dict[str, str], dict[str, str] | None]:
+    """Open the conversation: the server's capabilities, and its refs if it spoke v0/v1.
+
+    `Fallback` when the helper cannot speak protocol v2 for us.
+    """
     if helper:
         wire.send(b"capabilities\n")
         offered = set()
@@ -174,20 +257,57 @@ def _connect(wire: Wire, helper: bool) -> dict[str, str]:
             raise BackendError("git fetch: git's remote helper answered "
                                f"{answer[:40]!r} to stateless-connect")
     first = wire.packet()
+    if first == b"version 1\n":
+        first = wire.packet()
     if first != b"version 2\n":
-        raise Fallback("the remote does not speak protocol v2")
+        if helper:
+            raise Fallback("the remote does not speak protocol v2")
+        return _advertisement(wire, first, redact)
     capabilities: dict[str, str] = {}
     while True:
         line = wire.packet()
         if line == FLUSH:
-            return capabilities
+            return capabilities, None
         if isinstance(line, int):
             raise BackendError("git fetch: the remote's capabilities are malformed")
         name, _, value = line.decode("utf-8", "replace").rstrip("\n").partition("=")
         capabilities[name] = value
 
 
-def _request(capabilities: dict[str, str], tip: str) -> bytes:
+def _advertisement(wire: Wire, line: bytes | int, redact: Callable[[str], str]
+                   ) -> tuple[dict[str, str], dict[str, str]]:
+    """A protocol v0/v1 ref advertisement (the server's capabilities after the first ref)."""
+    capabilities: dict[str, str] = {}
+    refs: dict[str, str] = {}
+    while line != FLUSH:
+        if not isinstance(line, bytes) or len(line) < 42:
+            if isinstance(line, bytes) and line.startswith(b"ERR "):
+                raise BackendError(f"git fetch failed: remote: {_said(line[4:], redact)}")
+            raise BackendError("git fetch: the remote's ref advertisement is malformed")
+        entry, nul, offered = line.rstrip(b"\n").partition(b"\0")
+        if nul:
+            for word in offered.decode("utf-8", "replace").split():
+                name, _, value = word.partition("=")
+                capabilities[name] = value
+        sha, _, name = entry.decode("utf-8", "replace").partition(" ")
+        refs[name] = sha
+        line = wire.packet()
+    return capabilities, refs
+
+
+def _request(capabilities: dict[str, str], refs: dict[str, str] | None, tip: str) -> bytes:
+    """The fetch request for `tip` alone: protocol v2's `fetch`, or v0's want and done."""
+    if refs is not None:
+        if tip not in refs.values():
+            raise Fallback("the remote no longer advertises that tip")
+        if "side-band-64k" not in capabilities:
+            raise Fallback("the remote offers no side-band-64k")
+        if "object-format" in capabilities and capabilities["object-format"] != "sha1":
+            raise Fallback(f"the remote's object format is {capabilities['object-format']}")
+        wanted = ["side-band-64k", *(c for c in ("ofs-delta", "no-progress")
+                                     if c in capabilities)]
+        return (pkt(b"want %s %s\n" % (tip.encode(), " ".join(wanted).encode())) + b"0000"
+                + pkt(b"done\n"))
     if "fetch" not in capabilities:
         raise Fallback("the remote does not offer protocol v2's fetch")
     formats = capabilities.get("object-format", "sha1")
@@ -201,10 +321,10 @@ def _request(capabilities: dict[str, str], tip: str) -> bytes:
 
 
 def _packfile_section(wire: Wire, redact: Callable[[str], str]) -> None:
-    """Read up to the `packfile` section's start; an `ERR` line is the remote's refusal."""
+    """Read up to the pack (v2's `packfile` section, v0's `NAK`); `ERR` is a refusal."""
     while True:
         line = wire.packet()
-        if line == b"packfile\n":
+        if line in (b"packfile\n", b"NAK\n"):
             return
         if isinstance(line, bytes) and line.startswith(b"ERR "):
             message = _said(line[4:], redact)
@@ -281,13 +401,14 @@ def fetch_pack(pack_dir: Path, runner: GitRunner, settings: GitSettings, tip: st
     """
     if not _SHA1.fullmatch(tip):
         raise Fallback(f"a tip that is not a SHA-1 ({tip[:12]})")
-    args, helper, env = _conversation(runner, settings.remote)
+    route = _route(runner, settings.remote)
     connect = min(CONNECT_BUDGET, settings.transfer_timeout)
-    with runner.talk(args, action="fetch", cap=connect, bare=not helper, env=env) as child:
+    with runner.talk(route.argv, action="fetch", cap=connect, bare=not route.helper,
+                     raw=route.raw, env=route.env) as child:
         wire = Wire(child)
-        capabilities = _connect(wire, helper)
+        capabilities, refs = _connect(wire, route.helper, runner.redact)
         child.arm(settings.transfer_timeout)
-        wire.send(_request(capabilities, tip))
+        wire.send(_request(capabilities, refs, tip))
         _packfile_section(wire, runner.redact)
         with _temporaries(pack_dir) as (pack_temp, index_temp):
             index = _receive(SideBand(wire, runner.redact), pack_temp, runner,

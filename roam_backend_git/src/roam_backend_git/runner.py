@@ -244,15 +244,17 @@ class GitRunner:
 
     @contextlib.contextmanager
     def talk(self, args: Sequence[str], *, action: str, cap: float, network: bool = True,
-             bare: bool = False, env: Mapping[str, str] | None = None) -> Iterator[GitChild]:
+             bare: bool = False, raw: bool = False,
+             env: Mapping[str, str] | None = None) -> Iterator[GitChild]:
         """Start `git args` with pipes to talk to; it has `cap` seconds until `arm` says more.
 
         `bare`: no `-c` settings and no `--git-dir` (what git gives the `upload-pack` of a
-        local remote: that repository's own config governs it). Whatever happens inside,
-        the child's group is gone (killed if still running) when the block ends.
+        local remote: that repository's own config governs it); `raw`: `args` is the whole
+        argv (ssh, as git starts it). Whatever happens inside, the child's group is gone
+        (killed if still running) when the block ends.
         """
         child_env = dict(self.env, **env) if env else self.env
-        argv = ["git", *args] if bare else self.argv(args, network)
+        argv = list(args) if raw else ["git", *args] if bare else self.argv(args, network)
         cwd = self.git_dir if self.git_dir is not None and self.git_dir.is_dir() else None
         errors = tempfile.TemporaryFile()  # noqa: SIM115 (closed when the child is done)
         try:
