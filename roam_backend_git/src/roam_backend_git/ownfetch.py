@@ -371,7 +371,7 @@ def _receive(band: SideBand, pack_path: Path, runner: GitRunner, cap: float) -> 
 
         try:
             index, _size = index_stream(read)
-        except Damaged as error:
+        except (Damaged, ValueError, IndexError, OverflowError) as error:
             raise BackendError(f"git fetch: the remote's pack is damaged ({error}); "
                                "nothing was kept") from None
         except Unsupported:
@@ -416,10 +416,17 @@ def fetch_pack(pack_dir: Path, runner: GitRunner, settings: GitSettings, tip: st
             _write_durably(index_temp, index)
             name = pack_dir / f"pack-{index[-40:-20].hex()}"
             placed: list[Path] = []
-            for temp, final in ((pack_temp, name.with_suffix(".pack")),
-                                (index_temp, name.with_suffix(".idx"))):
-                if final.exists():  # the same name: the same bytes, already in place
-                    continue
-                os.replace(temp, final)
-                placed.append(final)
+            try:
+                for temp, final in ((pack_temp, name.with_suffix(".pack")),
+                                    (index_temp, name.with_suffix(".idx"))):
+                    if final.exists():  # the same name: the same bytes, already in place
+                        continue
+                    os.replace(temp, final)
+                    placed.append(final)
+            except OSError as error:
+                for path in placed:  # no pack without its index left behind
+                    with contextlib.suppress(FileNotFoundError):
+                        path.unlink()
+                raise BackendError(f"git fetch: cannot place the pack in {pack_dir}: "
+                                   f"{error.strerror or error}") from None
     return placed
