@@ -77,3 +77,44 @@ def test_a_plan_looks_once_per_new_file_in_an_existing_folder(
     assert b.roam("pull").code == 0
     per_file = [path for path in looks if os.path.basename(path).startswith("new")]
     assert len(per_file) <= 20, per_file
+
+
+class _CountedList(list):  # type: ignore[type-arg]
+    """A list that counts the membership tests made on it."""
+
+    tests = 0
+
+    def __contains__(self, item: object) -> bool:
+        _CountedList.tests += 1
+        return super().__contains__(item)
+
+
+def test_a_plan_scans_the_unseen_list_at_most_once(
+        make_device: Callable[..., Device], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The paths a device's rules hid (`unseen`, a list in the state) are looked up in a
+    set: a test per path of the list made a narrow device's plan paths x hidden paths."""
+    a, b = make_device("a"), make_device("b")
+    for index in range(30):
+        a.write(f"skills/private/ref{index}.md", f"{index}\n")
+        a.write(f"skills/common/ref{index}.md", f"{index}\n")
+    assert a.roam("init", "--create-remote").code == 0
+    assert a.roam("push").code == 0
+    (b.root / "roam").mkdir()
+    (b.root / "roam" / "rules.yaml").write_text("local:\n  - skills/private/\n")
+    assert b.roam("init").code == 0
+    assert b.roam("pull", "--apply").code == 0
+    a.write("skills/common/ref0.md", "changed\n")
+    assert a.roam("push").code == 0
+    init = plan_module.Planner.__init__
+
+    def counted(self: plan_module.Planner, session: object, state: object, *args: object,
+                **kwargs: object) -> None:
+        state.unseen = _CountedList(state.unseen)  # type: ignore[attr-defined]
+        init(self, session, state, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(plan_module.Planner, "__init__", counted)
+    _CountedList.tests = 0
+    pulled = b.roam("pull", "--apply")
+    assert pulled.code == 0, pulled.err
+    assert b.read("skills/common/ref0.md") == "changed\n"
+    assert _CountedList.tests <= 1, _CountedList.tests

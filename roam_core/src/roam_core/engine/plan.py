@@ -124,6 +124,8 @@ class Planner:
         self.plan = Plan(view.head.generation, view.head.device, view.snapshot.created)
         self.new_state = state.copy()
         self.unseen: set[str] = set()
+        #: the paths the last sync left unseen (the state's list), as a set: looked up per path
+        self.was_unseen = set(state.unseen)
         self._formats: list[MergeFormat] | None = None
         #: the remote files the loop merges, read at once before it (`plan_reads`)
         self.ahead = ReadAhead(self)
@@ -174,7 +176,7 @@ class Planner:
                 plan_cron(self, rel, remote.get(rel), self.base.get(rel), self.local.get(rel))
                 continue
             base = self.base.get(rel)
-            if rel in self.state.unseen and rel not in self.local:
+            if rel in self.was_unseen and rel not in self.local:
                 base = None  # hidden by the rules until now: never here, so not deleted here
             self._path(rel, remote.get(rel), base, self.local.get(rel))
         self.plan.kept_by_rules.extend(archive_off_rows(self.archive_off))
@@ -243,7 +245,7 @@ class Planner:
         # A path the remote never had is a local addition, on a first pull too.
         remote_same_as_base = (r is None and b is None) or (
             not self.first_pull and r is not None and r.same_content(b))
-        if rel in self.state.conflicts and (loc is not None or rel not in self.state.unseen):
+        if rel in self.state.conflicts and (loc is not None or rel not in self.was_unseen):
             self._conflict(rel, r, loc)
         elif remote_same_as_base and r is not None and loc is not None \
                 and self.state.entry_conflicts.get(rel):
