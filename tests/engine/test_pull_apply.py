@@ -320,6 +320,56 @@ def test_hostile_manifest_paths_are_refused_before_writing(tmp_path: Path) -> No
         assert not b.exists("SOUL.md")
 
 
+@pytest.mark.parametrize("names", [
+    ["a/b"],  # a separator inside one name: a path no folder of the tree holds
+    ["a", "a/b"],  # ... beside a file of the name before it: file and folder at once
+    ["../escape"], ["..", "skills/.."], ["."], [""], ["a\\b"], ["a\x1bb"], ["/etc"],
+], ids=["separator", "file and folder", "escape", "dotdot", "dot", "empty", "backslash",
+        "control", "absolute"])
+def test_hostile_names_in_a_tree_are_refused_before_writing(tmp_path: Path,
+                                                            names: list[str]) -> None:
+    """A tree is written by hand (a push splits paths into folders, so it never names a
+    file `a/b`): every name of every tree is one safe segment, or the pull installs nothing."""
+    from dataclasses import replace
+
+    from roam_backend_local import LocalBackend
+    from roam_core import crypto
+    from roam_core.store.objects import Head
+    from roam_core.store.repository import Repository
+
+    key = new_key()
+    store = tmp_path / "store"
+    store.mkdir()
+    a = Device(tmp_path / "a", "a", {"backend": "local", "local_dir": str(store)}, key)
+    a.write("SOUL.md", "x\n")
+    assert a.roam("init").code == 0 and a.roam("push").code == 0
+    b = Device(tmp_path / "b", "b", {"backend": "local", "local_dir": str(store)}, key)
+    assert b.roam("init").code == 0
+    repo = Repository(LocalBackend(store), crypto.Keys.derive(crypto.parse_key(key)))
+    head = repo.read_head()
+    assert head is not None
+    snapshot = repo.load_snapshot(head.snapshot)
+    good = {"t": "f", **repo.load_manifest(snapshot.root)["SOUL.md"].as_json()}
+    with repo.tree_sink() as sink:
+        entries = {"SOUL.md": good}
+        for name in names:
+            if name.startswith("skills/"):  # a folder holding the hostile name
+                inner = repo.write_tree({"v": 1, "entries": {name[7:]: good}}, sink)
+                entries["skills"] = {"t": "d", "tree": inner}
+            else:
+                entries[name] = good
+        root = repo.write_tree({"v": 1, "entries": entries}, sink)
+    snap_id = repo.write_snapshot(replace(snapshot, generation=head.generation + 1,
+                                          parent=head.snapshot, root=root))
+    repo.write_head(Head(head.generation + 1, snap_id, head.store, "evil", head.time),
+                    head.version)
+    result = b.roam("pull", "--apply")
+    assert result.code == 1, result.out
+    assert "integrity error" in result.err and "Traceback" not in result.err, result.err
+    assert not b.exists("SOUL.md")
+    assert not (tmp_path / "escape").exists()
+
+
 def test_authentic_blobs_in_the_wrong_order_are_never_installed(tmp_path: Path) -> None:
     """Each blob of a multi-blob file passes its own check; only the whole-file digest can
     tell that they were reordered. The install must not rely on the writer re-hashing."""

@@ -15,6 +15,10 @@ BlobRef = tuple[str, str, int, int]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
+#: What a name in a tree never holds: a folder separator, a backslash, a control character.
+_UNSAFE_NAME = re.compile(r"[/\\\x00-\x1f\x7f]")
+#: Names that are no segment of a path.
+_DOTS = frozenset(("", ".", ".."))
 
 
 def is_hex64(value: object) -> bool:
@@ -122,6 +126,40 @@ def check_path(path: str, what: str = "manifest") -> str:
     return path
 
 
+def check_name(name: str, folder: str, what: str) -> None:
+    """Refuse a tree entry's name that is not one safe segment of a path (`check_path`).
+
+    A manifest whose every name passes, read from its trees, needs no check of its whole
+    paths but their length: they are unique, and none is both a file and a folder, by the
+    trees' shape (`flattened_manifest`).
+    """
+    if name in _DOTS or _UNSAFE_NAME.search(name) is not None:
+        raise IntegrityError(f"integrity error: {what} holds an unsafe path {folder + name!r}")
+
+
+def flattened_manifest(entries: Iterable[FileEntry], max_size: int, what: str) -> Manifest:
+    """A manifest of files read from trees whose every name passed `check_name`.
+
+    Only the lengths and sizes are left to check: checking each whole path again, and each
+    path's folders against the files, was ~10% of a pull's manifest load (issue 22).
+    """
+    manifest: Manifest = {}
+    for entry in entries:
+        if len(entry.path) > MAX_PATH:
+            raise IntegrityError(f"integrity error: {what} holds an unsafe path {entry.path!r}")
+        _check_size(entry, max_size, what)
+        manifest[entry.path] = entry
+    return manifest
+
+
+def _check_size(entry: FileEntry, max_size: int, what: str) -> None:
+    if entry.size > max_size:
+        raise IntegrityError(
+            f"integrity error: {what} lists {entry.path!r} at {entry.size} bytes, over the "
+            f"limit of {max_size}"
+        )
+
+
 def check_manifest(entries: Iterable[FileEntry], max_size: int, what: str) -> Manifest:
     """Validate a manifest from the store: safe unique paths, sizes within the limit."""
     manifest: Manifest = {}
@@ -129,11 +167,7 @@ def check_manifest(entries: Iterable[FileEntry], max_size: int, what: str) -> Ma
         check_path(entry.path, what)
         if entry.path in manifest:
             raise IntegrityError(f"integrity error: {what} lists {entry.path!r} twice")
-        if entry.size > max_size:
-            raise IntegrityError(
-                f"integrity error: {what} lists {entry.path!r} at {entry.size} bytes, over the "
-                f"limit of {max_size}"
-            )
+        _check_size(entry, max_size, what)
         manifest[entry.path] = entry
     paths = set(manifest)
     for path in paths:

@@ -34,8 +34,9 @@ OBJECTS_DB = "objects.db"
 BUSY_SECONDS = 2.0
 #: Ids per query (SQLite's oldest builds allow 999 parameters).
 QUERY_IDS = 900
-#: A load's trees kept at once before they are written (they are written at its end).
-PENDING_BYTES = 16 * 1024 * 1024
+#: A load's copies kept before they are written (in a thread), so a large home's do not
+#: all wait for the load's end.
+PENDING_BYTES = 4 * 1024 * 1024
 #: Trees are dropped down to one generation's once there are this many times as many.
 COMPACT_AFTER = 4
 #: ... and at least this many.

@@ -32,6 +32,8 @@ from roam_core.store.manifest import (
     FileEntry,
     Manifest,
     check_manifest,
+    check_name,
+    flattened_manifest,
     is_hex64,
 )
 from roam_core.store.object_cache import PENDING_BYTES, ObjectCache
@@ -254,10 +256,10 @@ class Repository(TreeReads):
     def flush_copies(self, due: bool = False, keep: set[str] | None = None) -> None:
         """Write the copies kept so far, unless a `keeping_copies` is running.
 
-        `due`: also while one runs, once `PENDING_BYTES` of them are waiting. `keep` (the
-        trees of a whole generation just loaded): written in a thread of their own, off the
-        pull's path (joined by the next write and by `close`), then the cache is bounded to
-        a few generations (`ObjectCache.keep_only`).
+        `due`: also while one runs, once `PENDING_BYTES` of them are waiting; those are
+        written in a thread of their own, as are (`keep`) the last of a whole generation's
+        load, after which the cache is bounded to a few generations (`ObjectCache.keep_only`):
+        off the pull's path, joined by the next write and by `close`.
         """
         cache = self._object_cache()
         with self._copies_lock:
@@ -265,18 +267,20 @@ class Repository(TreeReads):
                     not due or self._pending_size < PENDING_BYTES)):
                 return
             rows, self._pending_copies, self._pending_size = self._pending_copies, [], 0
-        if keep is None:
-            if rows:
-                self._join_writer()
-                cache.put_many(rows)
+            aside = bool(self._deferring) or keep is not None
+        if not rows and keep is None:
             return
         self._join_writer()
 
         def write() -> None:
             if rows:
                 cache.put_many(rows)
-            cache.keep_only("trees", keep)
+            if keep is not None:
+                cache.keep_only("trees", keep)
 
+        if not aside:
+            write()
+            return
         self._writer = threading.Thread(target=write, name="roam-object-cache")
         self._writer.start()
 
@@ -401,7 +405,7 @@ class Repository(TreeReads):
                     depth += 1
         finally:
             self.drop_held_trees()  # trees of other generations: not kept past the load
-        manifest = check_manifest(files, self.max_file_size, f"snapshot tree {root_tree}")
+        manifest = flattened_manifest(files, self.max_file_size, f"snapshot tree {root_tree}")
         self.seen_trees.update(folders.values())
         self.folders[root_tree] = folders
         self.flush_copies(keep=set(folders.values()))
@@ -449,7 +453,9 @@ class Repository(TreeReads):
     def _flatten(tree_id: str, prefix: str, entries: dict[str, Any], files: list[FileEntry],
                  below: list[tuple[str, str]]) -> None:
         """One tree's files into `files`, its subtrees into `below` (the next level)."""
+        what = f"tree {tree_id}"
         for name, node in entries.items():
+            check_name(name, prefix, what)  # each name one safe segment: so are the paths
             path = f"{prefix}{name}"
             if not isinstance(node, dict):
                 raise IntegrityError(f"integrity error: tree {tree_id} is malformed")
@@ -459,7 +465,7 @@ class Repository(TreeReads):
             elif kind == "f":
                 # the node is its entry's JSON with a "t" beside it (read, never changed: one
                 # tree may fill two folders); no copy without it (100,000 dicts on a pull)
-                files.append(FileEntry.from_json(path, node, f"tree {tree_id}"))
+                files.append(FileEntry.from_json(path, node, what))
             else:
                 raise IntegrityError(f"integrity error: tree {tree_id} is malformed")
 
