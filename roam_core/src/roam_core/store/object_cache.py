@@ -62,12 +62,21 @@ class ObjectCache:
         self._pid = 0
         #: Set at the first failure: the rest of the process reads from the store.
         self._off = False
+        #: Whether the database was missing at this process's first look (None: not yet).
+        self._absent: bool | None = None
         self._lock = threading.Lock()
 
     def get_many(self, kind: str, ids: Sequence[str]) -> dict[str, bytes]:
         """The rows of `kind` among `ids` (not yet checked: the caller re-derives names)."""
         found: dict[str, bytes] = {}
         if not ids:
+            return found
+        if self._absent is None:
+            self._absent = not self.path.is_file()
+        if self._absent:
+            # nothing was cached when this process first looked: what it writes meanwhile
+            # is what it read (a pull into a new home), so its loads never wait for those
+            # writes to look up what cannot be there
             return found
         with self._lock:
             conn = self._open(create=False)
