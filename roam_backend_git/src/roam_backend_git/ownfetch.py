@@ -265,12 +265,12 @@ def _connect(wire: Wire, helper: bool, redact: Callable[[str], str]
         return _advertisement(wire, first, redact)
     capabilities: dict[str, str] = {}
     while True:
-        line = wire.packet()
-        if line == FLUSH:
+        packet = wire.packet()
+        if packet == FLUSH:
             return capabilities, None
-        if isinstance(line, int):
+        if isinstance(packet, int):
             raise BackendError("git fetch: the remote's capabilities are malformed")
-        name, _, value = line.decode("utf-8", "replace").rstrip("\n").partition("=")
+        name, _, value = packet.decode("utf-8", "replace").rstrip("\n").partition("=")
         capabilities[name] = value
 
 
