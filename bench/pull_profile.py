@@ -342,7 +342,7 @@ def front(work: Path, runs: int) -> None:
             settle(planner)
 
     plan_module.Planner.build = timed_build  # type: ignore[method-assign]
-    plan_module.settle_type_changes = timed_settle  # type: ignore[assignment]
+    plan_module.settle_type_changes = timed_settle
     os.environ["ROAM_ARCHIVE_KEY"] = ARCHIVE_KEY
     import gc
 

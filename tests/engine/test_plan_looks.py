@@ -21,7 +21,7 @@ def looks(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     def spy(original: Callable[..., os.stat_result]) -> Callable[..., os.stat_result]:
         def call(path: object, *args: object, **kwargs: object) -> os.stat_result:
             if planning[0] and isinstance(path, str | os.PathLike):
-                seen.append(os.fspath(path))  # type: ignore[arg-type]
+                seen.append(os.fspath(path))
             return original(path, *args, **kwargs)
         return call
 
@@ -79,7 +79,7 @@ def test_a_plan_looks_once_per_new_file_in_an_existing_folder(
     assert len(per_file) <= 20, per_file
 
 
-class _CountedList(list):  # type: ignore[type-arg]
+class _CountedList(list):
     """A list that counts the membership tests made on it."""
 
     tests = 0
