@@ -15,6 +15,7 @@ line, and the mirror is left as it was: nothing in objects/pack, no ref.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import signal
@@ -30,7 +31,15 @@ from campaign.harness import Home, Runner, Store, new_key
 
 from roam_backend_git.backend import GitBackend
 from roam_backend_git.mirror import STALE_STAGING
-from roam_backend_git.ownfetch import Fallback, ssh_argv, ssh_target
+from roam_backend_git.ownfetch import (
+    Fallback,
+    Wire,
+    _advertisement,
+    _packfile_section,
+    pkt,
+    ssh_argv,
+    ssh_target,
+)
 from roam_backend_git.staging import TMP_PREFIX
 from roam_core.errors import BackendError, TransientBackendError
 from support.git_remotes import bare_repo, file_url, smart_http, ssh_server
@@ -415,6 +424,8 @@ def test_another_ssh_program_keeps_git_fetch(make_remote: Callable[[str], str],
     ("git@example.org:me/x.git", ("git@example.org", None, "me/x.git")),
     ("ssh://me@[::1]:22/x.git", ("me@::1", "22", "/x.git")),
     ("ssh://-oProxyCommand=touch%20x/x.git", None),   # an option for a host: git refuses
+    ("ssh://-oProxyCommand=x@host/x.git", None),      # ... or in the user's part
+    ("[host:22]:x.git", None),                        # scp-like with brackets: git's to read
     ("ssh://host/a%20b.git", None),                   # escapes: git's to read
     ("ssh://host", None),
 ])
@@ -453,3 +464,30 @@ def test_a_tip_the_remote_no_longer_has_gets_git_fetch(transport: str, tmp_path:
         tip = git(root / "store.git", "rev-parse", "refs/heads/roam").stdout.strip()
         assert reader.mirror.fetch("1" * 40) == tip
         assert_sound(reader.mirror.path)
+
+
+class _Child:
+    """A git child's pipes as `Wire` reads them, from bytes."""
+
+    def __init__(self, answer: bytes) -> None:
+        self.stdin = io.BytesIO()
+        self.stdout = io.BytesIO(answer)
+
+    def failure(self, what: str = "") -> BackendError:
+        return BackendError(f"the child stopped: {what}")
+
+
+def test_a_long_err_line_in_a_v0_advertisement_is_the_remote_s_refusal() -> None:
+    refusal = b"ERR access denied or repository not exported: /srv/somewhere/x.git"
+    assert len(refusal) >= 42  # as long as a ref line: not to be read as one
+    wire = Wire(_Child(b""))  # type: ignore[arg-type]
+    with pytest.raises(BackendError, match="remote: access denied or repository not exported"):
+        _advertisement(wire, refusal, lambda text: text)
+
+
+def test_sections_before_the_pack_are_skipped_delimiters_and_all() -> None:
+    answer = (pkt(b"acknowledgments\n") + pkt(b"ready\n") + b"0001"
+              + pkt(b"packfile\n") + pkt(b"\x01PACK"))
+    wire = Wire(_Child(answer))  # type: ignore[arg-type]
+    _packfile_section(wire, lambda text: text)
+    assert wire.packet() == b"\x01PACK"

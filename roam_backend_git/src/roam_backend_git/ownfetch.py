@@ -15,8 +15,8 @@ helpers, ssh keys and agents), TLS settings and proxies stay git's:
   own plus BatchMode and timeouts), through the shell as git runs a command line, with
   `-o SendEnv=GIT_PROTOCOL`, `-p PORT`, the host, and `git-upload-pack '<path>'`; OpenSSH's
   `ssh` only (a wrapper or plink: `git fetch`, which knows their options);
-- a local path or file://: `git upload-pack` with GIT_PROTOCOL=version=2 over pipes, with no
-  `-c` settings, as `git fetch` starts it.
+- a local path or file://: `git upload-pack` with GIT_PROTOCOL=version=2 over pipes, without
+  roam's `-c` settings, as `git fetch` starts it.
 
 The conversation: the capability advertisement, then one `fetch` (`want <tip>`, `done`, no
 haves: the mirror holds no history yet), whose side-band-64k answer is demultiplexed (band 1
@@ -203,7 +203,10 @@ def ssh_target(remote: str) -> tuple[str, str | None, str]:
         hostpart, _, path = remote.partition(":")
         user, at, host = hostpart.rpartition("@")
         port = None
-    if not host or host.startswith("-") or "%" in remote or ":" in user or not path \
+    # git refuses a login that ssh would read as an option ("-oProxyCommand=…@host"), the
+    # user's part as well as the host's: `git fetch` says so in one line
+    if not host or host.startswith("-") or user.startswith("-") or "%" in remote \
+            or ":" in user or not path or "[" in host or "]" in host \
             or (port is not None and not port.isdigit()):
         raise Fallback("an ssh remote git would read otherwise")
     return (f"{user}@{host}" if at else host), port, path
@@ -280,9 +283,9 @@ def _advertisement(wire: Wire, line: bytes | int, redact: Callable[[str], str]
     capabilities: dict[str, str] = {}
     refs: dict[str, str] = {}
     while line != FLUSH:
+        if isinstance(line, bytes) and line.startswith(b"ERR "):  # of any length
+            raise BackendError(f"git fetch failed: remote: {_said(line[4:], redact)}")
         if not isinstance(line, bytes) or len(line) < 42:
-            if isinstance(line, bytes) and line.startswith(b"ERR "):
-                raise BackendError(f"git fetch failed: remote: {_said(line[4:], redact)}")
             raise BackendError("git fetch: the remote's ref advertisement is malformed")
         entry, nul, offered = line.rstrip(b"\n").partition(b"\0")
         if nul:
@@ -331,6 +334,8 @@ def _packfile_section(wire: Wire, redact: Callable[[str], str]) -> None:
             if "not our ref" in message:
                 raise Fallback("the remote no longer has that tip")
             raise BackendError(f"git fetch failed: remote: {message}")
+        if line == DELIM:
+            continue  # between two sections
         if isinstance(line, int):
             raise BackendError("git fetch: the remote answered without a pack")
         # other sections (acknowledgments, shallow-info) carry nothing for a fetch like ours

@@ -193,6 +193,10 @@ def apply_delta(base: bytes, delta: bytes) -> bytes:
     size, at = _varint(delta, at)
     if base_size != len(base):
         raise Damaged("a delta against a base of another size")
+    if size > BASE_MAX:
+        # a delta of at most BASE_MAX bytes can still say "copy the base" a million times:
+        # a result this large is git index-pack's to build (it refuses what it cannot)
+        raise Unsupported(f"a delta whose result is {size} bytes")
     out = bytearray()
     while at < len(delta):
         order = delta[at]
