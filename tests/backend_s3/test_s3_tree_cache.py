@@ -106,12 +106,18 @@ def _damage(cache: Path, how: str) -> None:
             conn.executemany("UPDATE objects SET plain = ? WHERE kind = 'trees' AND id = ?",
                              [(canonical({"v": 1, "entries": {}}), tree_id)
                               for tree_id, _plain in rows])
+    elif how == "rows of another type":
+        # the column takes any type: text and numbers where the copies were
+        with sqlite3.connect(cache) as conn:
+            conn.execute("UPDATE objects SET plain = CASE WHEN rowid % 2 THEN 'a tree' ELSE 7 "
+                         "END WHERE kind = 'trees'")
     else:
         raise AssertionError(how)
 
 
 @pytest.mark.parametrize("how", ["truncated", "not a database", "a folder in its place",
-                                 "rows swapped", "entries changed", "locked"])
+                                 "rows swapped", "entries changed", "rows of another type",
+                                 "locked"])
 def test_a_damaged_or_locked_cache_costs_a_read_from_the_store(
         fleet: tuple[Home, Home], proxy: LatencyProxy,  # noqa: F811
         tmp_path: Path, how: str) -> None:
@@ -152,6 +158,8 @@ def test_copies_an_earlier_roam_kept_a_file_each_are_taken_in_once(
         (cache / kind / object_id).write_bytes(plain)
     forged = cache / "trees" / ("ab" * 32)  # a file whose bytes are not its name's
     forged.write_bytes(canonical({"v": 1, "entries": {}}))
+    (cache / "forgets").mkdir()  # decrypted forget records: taken in (or dropped) as well
+    (cache / "forgets" / ("cd" * 32)).write_bytes(canonical({"v": 1, "forgotten": []}))
     before = _tree_packs(desk, tmp_path / "before")
     desk.write("skills/group1/skill5/SKILL.md", "# changed\n")
     assert desk.roam("push").code == 0

@@ -86,9 +86,11 @@ class ObjectCache:
                 for start in range(0, len(ids), QUERY_IDS):
                     chunk = ids[start:start + QUERY_IDS]
                     marks = ",".join("?" * len(chunk))
-                    found.update(conn.execute(
+                    # a row of another type (the column takes any) is a miss, as a
+                    # damaged one is: only bytes are re-named and used
+                    found.update((object_id, plain) for object_id, plain in conn.execute(
                         f"SELECT id, plain FROM objects WHERE kind = ? AND id IN ({marks})",
-                        (kind, *chunk)))
+                        (kind, *chunk)) if isinstance(plain, bytes))
             except sqlite3.Error as error:
                 self._fail(error)
         return found

@@ -69,7 +69,7 @@ TREE_UPLOADS = 32
 #: The kind each object cache folder of an earlier roam held (a file per object).
 LEGACY_KINDS = {"trees": crypto.KIND_TREE, "snapshots": crypto.KIND_SNAPSHOT,
                 "indexes": crypto.KIND_INDEX, "voids": crypto.KIND_VOID,
-                "marks": crypto.KIND_MARK}
+                "marks": crypto.KIND_MARK, "forgets": crypto.KIND_FORGET}
 
 
 class Repository(TreeReads):
@@ -113,6 +113,8 @@ class Repository(TreeReads):
         self._deferring = 0
         #: The thread writing a whole load's copies, if one runs (`flush_copies`).
         self._writer: threading.Thread | None = None
+        #: Held while that thread is joined, or a write made or started (by any thread).
+        self._writer_lock = threading.Lock()
 
     # -- HEAD ----------------------------------------------------------------------------
 
@@ -270,7 +272,6 @@ class Repository(TreeReads):
             aside = bool(self._deferring) or keep is not None
         if not rows and keep is None:
             return
-        self._join_writer()
 
         def write() -> None:
             if rows:
@@ -278,21 +279,27 @@ class Repository(TreeReads):
             if keep is not None:
                 cache.keep_only("trees", keep)
 
-        if not aside:
-            write()
-            return
-        self._writer = threading.Thread(target=write, name="roam-object-cache")
-        self._writer.start()
+        # two readers' loads may end at once: each joins the last writer, one at a time, so
+        # no writer is ever left unjoined (`close` waits for all that were started)
+        with self._writer_lock:
+            self._join_writer()
+            if not aside:
+                write()
+                return
+            self._writer = threading.Thread(target=write, name="roam-object-cache")
+            self._writer.start()
 
     def _join_writer(self) -> None:
+        """Wait for the thread writing copies, if one runs (the caller holds `_writer_lock`)."""
         writer, self._writer = self._writer, None
         if writer is not None:
             writer.join()
 
     def close(self) -> None:
-        """Finish writing the object cache and let go of it."""
+        """Finish writing the object cache and close it (a later read opens it again)."""
         self.flush_copies()
-        self._join_writer()
+        with self._writer_lock:
+            self._join_writer()
         if self._objects is not None:
             self._objects.close()
 
