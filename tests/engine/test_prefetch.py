@@ -91,6 +91,13 @@ def test_the_writer_takes_the_lock_per_batch_not_per_file() -> None:
             return getattr(self.inner, name)
 
     prefetch._ready = Counted(prefetch._ready)  # type: ignore[assignment]
+    # the reader first has everything ready (20 KB, far below its bound): on a loaded
+    # machine a reader preempted between items would let the writer find a few at a time,
+    # and the count would measure the scheduler, not the hand-over
+    deadline = time.monotonic() + 30
+    while not prefetch._done and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert prefetch._done
     try:
         for _ in ops:
             assert b"".join(prefetch.next_content().chunks()) == b"z" * 10
