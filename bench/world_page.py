@@ -33,21 +33,35 @@ NET_BOUNDS = {
                                "one look at the remote",
     "incremental push": "the walk and the state's base read of a local push, plus a few "
                         "round trips one after another (HEAD, pack, index, snapshot, HEAD)",
-    "pull --apply into an empty home": "local work after the reads: creating and writing "
-                                       "every file through the journal, loading the "
-                                       "manifest",
+    "pull --apply into an empty home": "processor time on two cores shared with the "
+                                       "S3 server: roam's matches restic's (5.3 against "
+                                       "5.4 s at 0 ms, session 12), but ~1.7 s of it (start, "
+                                       "manifest load, plan) runs on one core before the "
+                                       "files stream, and the staging (decryption, digests, "
+                                       "the writer process) is processor-bound after it; "
+                                       "reading the first spans during the plan gained "
+                                       "nothing (docs/decisions.md)",
 }
 #: The same on git, where every operation is one look and one fetch or one push.
 GIT_BOUNDS = {
-    "first push": "processor work on both sides: roam's packing and sealing, the pack "
-                  "written into the mirror, git's `pack-objects` and the receiving "
-                  "`index-pack` hashing every object again (on the same two cores)",
+    "first push": "processor work on both sides, one push after the packing: roam's "
+                  "packing and sealing into the mirror (~5.4 s), then `git push`, where "
+                  "`pack-objects` (~1.7 s) and the receiving `index-pack` (~3.2 s, hashing "
+                  "every object again) share the same two cores (session 12, "
+                  "bench/git_breakdown.py); a push per operation keeps the packs from "
+                  "travelling earlier",
     "status, nothing changed": "interpreter start-up, the walk of the home and one "
                                "`git ls-remote`",
     "incremental push": "one look and one `receive-pack`, plus the local push's walk and "
                         "state read",
-    "init + pull --apply into an empty home": "one `git fetch` whose `index-pack` hashes the "
-                                              "whole pack, then the local install",
+    "init + pull --apply into an empty home": "the whole branch fetched before a byte is "
+                                              "read (the server's `pack-objects` ~1.5 s and "
+                                              "roam's own indexing ~1.6 s of processor "
+                                              "time, streamed), then a separate `pull` "
+                                              "installing from the mirror (~3.9 s): ~7.8 s "
+                                              "of processor time on two cores, more than "
+                                              "restic's whole restore (session 12, "
+                                              "bench/git_breakdown.py)",
 }
 #: What bounds a scale scenario's peak RSS when it misses (measured, see the history page).
 SCALE_BOUNDS = {
