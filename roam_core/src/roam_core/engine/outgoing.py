@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import overload
 
 from roam_core.engine.scan import LocalFile
-from roam_core.store.manifest import FileEntry, json_string, node_text
+from roam_core.store.manifest import FileEntry, file_node_text, node_text
 
 #: size, mode, and the four integers of the stat signature of each compact file
 _NUMBERS = 6
@@ -269,10 +269,8 @@ class NewManifest(Mapping[str, FileEntry]):
             raise KeyError(rel)
         size, mode, pack, offset, length = self._numbers[at * 5:at * 5 + 5]
         span = slice(at * _DIGEST, (at + 1) * _DIGEST)
-        # hex digests need no escapes; the numbers are ints
-        return (f'{{"blobs":[["{self._blob[span].hex()}",{json_string(self._packs[pack])},{offset},'
-                f'{length}]],"mode":{mode},"scope":"shared","sha256":"{self._sha[span].hex()}",'
-                f'"size":{size},"t":"f"}}')
+        return file_node_text(size, mode, self._sha[span].hex(), "shared",
+                              ((self._blob[span].hex(), self._packs[pack], offset, length),))
 
     def total_size(self) -> int:
         """The bytes of every entry (the snapshot's total), no entry made for it."""

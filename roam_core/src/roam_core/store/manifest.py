@@ -126,10 +126,16 @@ def node_text(entry: FileEntry) -> str:
     written as text, not as dicts through the encoder (~0.4 s at 100,000 files, on the
     push's path; issue 22). `tests/store/test_tree_text.py` holds the two to the letter.
     """
-    blobs = ",".join([f'[{json_string(blob)},{json_string(pack)},{int(offset)},{int(length)}]'
-                      for blob, pack, offset, length in entry.blobs])
-    return (f'{{"blobs":[{blobs}],"mode":{int(entry.mode)},"scope":{json_string(entry.scope)},'
-            f'"sha256":{json_string(entry.sha256)},"size":{int(entry.size)},"t":"f"}}')
+    return file_node_text(entry.size, entry.mode, entry.sha256, entry.scope, entry.blobs)
+
+
+def file_node_text(size: int, mode: int, sha256: str, scope: str,
+                   blobs: Iterable[BlobRef]) -> str:
+    """`node_text` from an entry's fields (a push's new rows make no entry for it)."""
+    refs = ",".join([f'[{json_string(blob)},{json_string(pack)},{int(offset)},{int(length)}]'
+                     for blob, pack, offset, length in blobs])
+    return (f'{{"blobs":[{refs}],"mode":{int(mode)},"scope":{json_string(scope)},'
+            f'"sha256":{json_string(sha256)},"size":{int(size)},"t":"f"}}')
 
 
 def folder_text(tree_id: str) -> str:
