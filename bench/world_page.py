@@ -34,34 +34,40 @@ NET_BOUNDS = {
     "incremental push": "the walk and the state's base read of a local push, plus a few "
                         "round trips one after another (HEAD, pack, index, snapshot, HEAD)",
     "pull --apply into an empty home": "processor time on two cores shared with the "
-                                       "S3 server: roam's matches restic's (5.3 against "
-                                       "5.4 s at 0 ms, session 12), but ~1.7 s of it (start, "
-                                       "manifest load, plan) runs on one core before the "
-                                       "files stream, and the staging (decryption, digests, "
-                                       "the writer process) is processor-bound after it; "
+                                       "S3 server and the proxy: at 0 ms roam used 4.41 s "
+                                       "against restic's 3.99 s (session 13, "
+                                       "bench/pull_s3_ab.py --phases), ~1.0 s of it (start, "
+                                       "manifest load, plan, journal) on one core before "
+                                       "the files stream, then a processor-bound staging "
+                                       "(span readers 1.6 s, the writer process 1.0 s); "
                                        "reading the first spans during the plan gained "
-                                       "nothing (docs/decisions.md)",
+                                       "nothing (docs/decisions.md): the row closes with "
+                                       "~10% less processor time, not fewer waits",
 }
 #: The same on git, where every operation is one look and one fetch or one push.
 GIT_BOUNDS = {
-    "first push": "processor work on both sides, one push after the packing: roam's "
-                  "packing and sealing into the mirror (~5.4 s), then `git push`, where "
-                  "`pack-objects` (~1.7 s) and the receiving `index-pack` (~3.2 s, hashing "
-                  "every object again) share the same two cores (session 12, "
-                  "bench/git_breakdown.py); a push per operation keeps the packs from "
-                  "travelling earlier",
+    "first push": "processor work on both sides, one push after the packing: roam "
+                  "packs and seals into the mirror for ~4.2 s, then `git push` takes ~4.1 "
+                  "s, paced by the receiving `index-pack` (2.8 s of processor time, hashing "
+                  "every object again) with `pack-objects` (1.1 s) on the same two cores "
+                  "(session 13, bench/git_breakdown.py); a push per operation keeps the "
+                  "packs from travelling during the packing",
     "status, nothing changed": "interpreter start-up, the walk of the home and one "
                                "`git ls-remote`",
     "incremental push": "one look and one `receive-pack`, plus the local push's walk and "
                         "state read",
     "init + pull --apply into an empty home": "the whole branch fetched before a byte is "
-                                              "read (the server's `pack-objects` ~1.5 s and "
-                                              "roam's own indexing ~1.6 s of processor "
-                                              "time, streamed), then a separate `pull` "
-                                              "installing from the mirror (~3.9 s): ~7.8 s "
-                                              "of processor time one step after the other, "
-                                              "against ~5.4 s for restic's whole restore "
-                                              "(session 12, bench/git_breakdown.py)",
+                                              "read, then a separate `pull`: `init` takes "
+                                              "2.6 s, 2.3 s of it the fetch (the server's "
+                                              "`pack-objects` and `upload-pack` 1.5 s of "
+                                              "processor time, roam's own indexing 1.2 s, "
+                                              "streamed), then `pull` 2.8 s from the mirror "
+                                              "(session 13, bench/git_breakdown.py). "
+                                              "Installing while the pack streams in would "
+                                              "bound it near the pull's 2.8 s plus start-up, "
+                                              "under restic's ~4.2 s; `init` and `pull` are "
+                                              "separate commands and roam reads nothing "
+                                              "before the fetch ends",
 }
 #: What bounds a scale scenario's peak RSS when it misses (measured, see the history page).
 SCALE_BOUNDS = {
