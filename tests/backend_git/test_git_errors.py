@@ -178,3 +178,21 @@ def test_an_ssh_key_the_server_refuses_is_an_authentication_error(
     assert time.monotonic() - started < 30
     assert not isinstance(caught.value, TransientBackendError)
     assert "authentication" in _assert_one_line(caught.value, str(stranger))
+
+
+def test_a_machine_without_git_gets_one_line_from_every_way_git_is_started(
+        tmp_path: Path) -> None:
+    """`run` (plumbing) and `talk` (a conversation over pipes) say the same one line."""
+    from roam_backend_git.runner import GitRunner
+
+    empty = tmp_path / "no-programs"
+    empty.mkdir()
+    runner = GitRunner(tmp_path / "mirror", {"PATH": str(empty)}, lambda text: text)
+    with pytest.raises(BackendError) as ran:
+        runner.run(["--version"], action="version")
+    with pytest.raises(BackendError) as talked, \
+            runner.talk(["upload-pack", "--", str(tmp_path)], action="fetch", cap=5.0,
+                        bare=True):
+        pass
+    for caught in (ran, talked):
+        assert _assert_one_line(caught.value) == "git is not installed or not on PATH"

@@ -227,6 +227,22 @@ def test_a_damaged_pack_is_refused_and_leaves_the_mirror_unchanged(
     assert_sound(mirror)
 
 
+def test_a_local_remote_s_upload_pack_gets_the_environment_git_gives_it(
+        tmp_path: Path, open_backend: Opener, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`git fetch` runs a local remote's `upload-pack` without the caller's repository
+    variables (`git rev-parse --local-env-vars`), `-c` settings among them: the remote's own
+    config governs it. roam's own fetch does the same: a hook set with `-c` stays unused."""
+    url, _repo = filled_remote(tmp_path, open_backend)
+    hook = tmp_path / "damage.py"
+    hook.write_text(HOOK)
+    monkeypatch.setenv("GIT_CONFIG_PARAMETERS",
+                       f"'uploadpack.packobjectshook'='{sys.executable} {hook} fails'")
+    reader = open_backend(url)
+    found = reader.read_ref("HEAD")
+    assert found is not None and found[0] == b"gen-1"
+    assert_sound(reader.mirror.path)
+
+
 def _gone(pid: int, wait: float = 10.0) -> bool:
     """Whether process `pid` ended (a SIGKILL lands when the killed process next runs)."""
     give_up = time.monotonic() + wait
@@ -464,6 +480,26 @@ def test_a_tip_the_remote_no_longer_has_gets_git_fetch(transport: str, tmp_path:
         tip = git(root / "store.git", "rev-parse", "refs/heads/roam").stdout.strip()
         assert reader.mirror.fetch("1" * 40) == tip
         assert_sound(reader.mirror.path)
+
+
+def test_a_mirror_asks_git_whether_it_has_refs_once(tmp_path: Path, open_backend: Opener,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether a fetch can be roam's own (a mirror without refs) is looked up once: a
+    mirror that had refs keeps them, and a later fetch runs no `for-each-ref`."""
+    url, _repo = filled_remote(tmp_path, open_backend)
+    reader = open_backend(url)
+    assert reader.read_ref("HEAD") is not None
+    writer = open_backend(url)
+    writer.put_new("data/later", os.urandom(1_000))
+    writer.swap_ref("HEAD", b"gen-2", writer.read_ref("HEAD")[1])  # type: ignore[index]
+
+    trace = tmp_path / "trace.json"
+    monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
+    reader.mirror.git.env["GIT_TRACE2_EVENT"] = str(trace)
+    found = reader.read_ref("HEAD")
+    assert found is not None and found[0] == b"gen-2"
+    commands = git_commands(trace)
+    assert commands["fetch"] == 1 and commands["for-each-ref"] == 0, commands
 
 
 class _Child:

@@ -85,3 +85,32 @@ def test_a_held_tree_that_was_tampered_with_is_an_integrity_error() -> None:
     backend.store.objects[pack] = bytes(data)
     with pytest.raises(IntegrityError):
         _loaded(backend, root)
+
+
+def test_a_format_1_load_asks_the_object_cache_once_per_level(
+        tmp_path: os.PathLike[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Trees stored one object each: the load asks the cache for a level's trees in one
+    query and reads the ones it lacks from the store, without asking again for each."""
+    from pathlib import Path
+
+    from roam_core.store.object_cache import ObjectCache
+
+    backend = RemoteMemory()
+    writer = Repository(backend, KEYS)
+    writer.format = 1
+    manifest = {f"skills/s{n % 4}/f{n}.md": _entry(f"skills/s{n % 4}/f{n}.md", n)
+                for n in range(12)}
+    root = writer.write_manifest(manifest)
+    asked: list[int] = []
+    real = ObjectCache.get_many
+
+    def counted(self: ObjectCache, kind: str, ids: list[str]) -> dict[str, bytes]:
+        asked.append(len(ids))
+        return real(self, kind, ids)
+
+    monkeypatch.setattr(ObjectCache, "get_many", counted)
+    reader = Repository(backend, KEYS, cache_dir=Path(tmp_path))
+    reader.format = 1
+    assert dict(reader.load_manifest(root)) == manifest
+    # three levels (the root, skills/, its four folders): one query each
+    assert asked == [1, 1, 4], asked

@@ -59,6 +59,9 @@ class Mirror:
         self.tracking_ref = f"refs/roam/{settings.namespace}/tip"
         self.staging = StagingPack(path / "objects" / "pack")
         self.packs = PackReader(path / "objects" / "pack")
+        #: the mirror was seen holding a ref: a fetch into it is `git fetch` from then on
+        #: (were the ref deleted since, `git fetch` is merely the slower of two sound ways)
+        self._had_refs = False
 
     # -- setup and locking -----------------------------------------------------------------
 
@@ -137,8 +140,10 @@ class Mirror:
         return self.tracking()
 
     def _has_refs(self) -> bool:
-        return bool(self.git.run(["for-each-ref", "--count=1", "--format=x"],
-                                 action="for-each-ref").stdout.strip())
+        if not self._had_refs:
+            self._had_refs = bool(self.git.run(["for-each-ref", "--count=1", "--format=x"],
+                                               action="for-each-ref").stdout.strip())
+        return self._had_refs
 
     def _own_fetch(self, tip: str) -> str:
         """Fetch `tip` ourselves: the pack placed, connectivity checked, then the ref."""
@@ -211,6 +216,7 @@ class Mirror:
                          check=False)
         else:
             self.git.run(["update-ref", self.tracking_ref, commit], action="update-ref")
+            self._had_refs = True
 
     def has_commit(self, sha: str) -> bool:
         return self.git.run(["cat-file", "-e", f"{sha}^{{commit}}"], action="cat-file",

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from roam_core.plugin import BackendError, DeadlineExceeded, TransientBackendError
 from roam_core.plugin import deadline as _deadline
@@ -45,6 +45,16 @@ NETWORK_CONFIG = ("http.lowSpeedLimit=1", "http.lowSpeedTime=60")
 
 #: Cap for local plumbing (hash-object, cat-file, write-tree): generous, never infinite.
 LOCAL_TIMEOUT = 120.0
+#: What git takes out of the environment of a local remote's `upload-pack` (the list
+#: `git rev-parse --local-env-vars` prints): they name the caller's repository, or carry
+#: its `-c` settings, and the remote's own config governs the remote.
+LOCAL_REPO_ENV = (
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT", "GIT_OBJECT_DIRECTORY", "GIT_DIR", "GIT_WORK_TREE",
+    "GIT_IMPLICIT_WORK_TREE", "GIT_GRAFT_FILE", "GIT_INDEX_FILE", "GIT_NO_REPLACE_OBJECTS",
+    "GIT_REPLACE_REF_BASE", "GIT_PREFIX", "GIT_INTERNAL_SUPER_PREFIX", "GIT_SHALLOW_FILE",
+    "GIT_COMMON_DIR",
+)
 
 _AUTH_PATTERNS = re.compile(
     r"authentication failed|permission denied|could not read (username|password)"
@@ -110,6 +120,16 @@ def classify(action: str, stderr: str, redact: Callable[[str], str],
     if _NETWORK_PATTERNS.search(stderr):
         return TransientBackendError(f"git {action}: remote unreachable: {detail}")
     return BackendError(f"git {action} failed: {detail}")
+
+
+def _start(argv: Sequence[str], **options: Any) -> subprocess.Popen[bytes]:
+    """`subprocess.Popen(argv, **options)`; a git that cannot start is one `BackendError`."""
+    try:
+        return subprocess.Popen(argv, **options)
+    except FileNotFoundError:
+        raise BackendError("git is not installed or not on PATH") from None
+    except OSError as error:
+        raise BackendError(f"cannot run git: {error.strerror or error}") from None
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
@@ -213,16 +233,10 @@ class GitRunner:
         timeout = self.timeout(cap)
         child_env = dict(self.env, **env) if env else self.env
         cwd = self.git_dir if self.git_dir is not None and self.git_dir.is_dir() else None
-        try:
-            process = subprocess.Popen(
-                self.argv(args, network), stdin=subprocess.PIPE if input is not None
-                else subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                env=child_env, cwd=cwd, start_new_session=True,
-            )
-        except FileNotFoundError:
-            raise BackendError("git is not installed or not on PATH") from None
-        except OSError as error:
-            raise BackendError(f"cannot run git: {error.strerror or error}") from None
+        process = _start(self.argv(args, network), stdin=subprocess.PIPE if input is not None
+                         else subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=child_env, cwd=cwd,
+                         start_new_session=True)
         started = time.monotonic()
         try:
             stdout, stderr = process.communicate(input, timeout=timeout)
@@ -248,25 +262,26 @@ class GitRunner:
              env: Mapping[str, str] | None = None) -> Iterator[GitChild]:
         """Start `git args` with pipes to talk to; it has `cap` seconds until `arm` says more.
 
-        `bare`: no `-c` settings and no `--git-dir` (what git gives the `upload-pack` of a
-        local remote: that repository's own config governs it); `raw`: `args` is the whole
-        argv (ssh, as git starts it). Whatever happens inside, the child's group is gone
-        (killed if still running) when the block ends.
+        `bare`: no `-c` settings, no `--git-dir` and none of `LOCAL_REPO_ENV`, as git starts
+        the `upload-pack` of a local remote, or ssh for one (that repository's own config
+        governs it); `raw`: `args` is the whole argv (ssh, as git starts it). Whatever
+        happens inside, the child's group is gone (killed if still running) when the block
+        ends.
         """
-        child_env = dict(self.env, **env) if env else self.env
+        child_env = dict(self.env, **env) if env else dict(self.env)
+        if bare:
+            for name in LOCAL_REPO_ENV:
+                child_env.pop(name, None)
         argv = list(args) if raw else ["git", *args] if bare else self.argv(args, network)
         cwd = self.git_dir if self.git_dir is not None and self.git_dir.is_dir() else None
         errors = tempfile.TemporaryFile()  # noqa: SIM115 (closed when the child is done)
         try:
-            process = subprocess.Popen(
-                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors,
-                env=child_env, cwd=cwd, start_new_session=True, bufsize=1 << 16)
-        except FileNotFoundError:
+            process = _start(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=errors, env=child_env, cwd=cwd, start_new_session=True,
+                             bufsize=1 << 16)
+        except BackendError:
             errors.close()
-            raise BackendError("git is not installed or not on PATH") from None
-        except OSError as error:
-            errors.close()
-            raise BackendError(f"cannot run git: {error.strerror or error}") from None
+            raise
         child = GitChild(process, errors, self, action)
         try:
             child.arm(cap)

@@ -169,11 +169,16 @@ class Repository(TreeReads):
         return None if self.cache_dir is None else self.cache_dir / kind / object_id
 
     def _read_json(self, kind: bytes, object_id: str, key: str, label: str) -> dict[str, Any]:
-        what = f"{label[:-1]} {key}"
-        label = label.rstrip("/")
-        plain = self._copies(kind, label, [object_id]).get(object_id)
+        plain = self._copies(kind, label.rstrip("/"), [object_id]).get(object_id)
         if plain is not None:
             return json.loads(plain)  # parsed and checked when it was read from the store
+        return self._read_json_from_store(kind, object_id, key, label)
+
+    def _read_json_from_store(self, kind: bytes, object_id: str, key: str,
+                              label: str) -> dict[str, Any]:
+        """`_read_json` without asking the object cache (a caller that just did)."""
+        what = f"{label[:-1]} {key}"
+        label = label.rstrip("/")
         try:
             sealed = self.backend.get(key)
         except ObjectNotFound:

@@ -85,6 +85,10 @@ class TreeReads:
                    label: str) -> dict[str, Any]:
         raise NotImplementedError
 
+    def _read_json_from_store(self, kind: bytes, object_id: str, key: str,
+                              label: str) -> dict[str, Any]:
+        raise NotImplementedError
+
     def _open_json(self, kind: bytes, object_id: str, sealed: bytes, what: str,
                    keep_as: str | None) -> dict[str, Any]:
         raise NotImplementedError
@@ -155,9 +159,13 @@ class TreeReads:
                 reads.close()
 
     def _read_loose_tree(self, tree_id: str) -> dict[str, Any]:
-        """A tree stored as an object of its own (format 1, or a repair's copy)."""
+        """A tree stored as an object of its own (format 1, or a repair's copy).
+
+        The object cache was asked for it with the others of its level (`load_trees`).
+        """
         try:
-            data = self._read_json(crypto.KIND_TREE, tree_id, tree_key(tree_id), "trees")
+            data = self._read_json_from_store(crypto.KIND_TREE, tree_id, tree_key(tree_id),
+                                              "trees")
         except IntegrityError as error:
             if "missing from the store" not in str(error):
                 raise
