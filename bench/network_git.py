@@ -197,16 +197,27 @@ def section(results: list[NetResult], command: str, load: tuple[str, str], name:
         f"<!-- /kept:{BLOCK}-{name} -->"])
 
 
-def write_block(page: Path, block: str, name: str) -> None:
-    """Replace this script's kept block for home `name` in `page`, or append it."""
+def write_block(page: Path, block: str, mark: str) -> None:
+    """Replace the kept block `mark` (`<!-- kept:MARK -->`…) in `page`, or append it."""
     text = page.read_text()
-    mark = f"{BLOCK}-{name}"
     pattern = re.compile(rf"<!-- kept:{mark} -->.*?<!-- /kept:{mark} -->", re.S)
     if pattern.search(text):
         text = pattern.sub(lambda _match: block, text)
     else:
         text = text.rstrip("\n") + "\n\n" + block
     page.write_text(text.rstrip("\n") + "\n")
+
+
+def say(message: str) -> None:
+    print(f"bench: {message}", file=sys.stderr, flush=True)
+
+
+def new_bench(workdir: Path, runs: int) -> Bench:
+    """restic found, roam compiled, `workdir` made: a `Bench` that reports on stderr."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    restic_binary = ensure_restic()
+    compile_roam()
+    return Bench(workdir, restic_binary, runs, say)
 
 
 def main() -> int:
@@ -218,15 +229,8 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "benchmarks.md",
                         help="the page whose git block is rewritten")
     args = parser.parse_args()
-
-    def say(message: str) -> None:
-        print(f"bench: {message}", file=sys.stderr, flush=True)
-
-    args.workdir.mkdir(parents=True, exist_ok=True)
-    restic_binary = ensure_restic()
-    compile_roam()
     load_start = measure.loadavg()
-    base = Bench(args.workdir, restic_binary, args.runs, say)
+    base = new_bench(args.workdir, args.runs)
     try:
         results = run_git_network(base, args.home, tuple(ms / 1000 for ms in args.rtt_ms))
     finally:
@@ -236,7 +240,7 @@ def main() -> int:
     command = "python bench/network_git.py " + " ".join(sys.argv[1:])
     block = section(results, command.strip(), (load_start, measure.loadavg()), args.home,
                     args.runs)
-    write_block(args.out, block, args.home)
+    write_block(args.out, block, f"{BLOCK}-{args.home}")
     print(network_table(results))
     return 0
 

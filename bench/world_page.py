@@ -47,27 +47,33 @@ NET_BOUNDS = {
 #: The same on git, where every operation is one look and one fetch or one push.
 GIT_BOUNDS = {
     "first push": "processor work on both sides, one push after the packing: roam "
-                  "packs and seals into the mirror for ~4.2 s, then `git push` takes ~4.1 "
-                  "s, paced by the receiving `index-pack` (2.8 s of processor time, hashing "
-                  "every object again) with `pack-objects` (1.1 s) on the same two cores "
-                  "(session 13, bench/git_breakdown.py); a push per operation keeps the "
-                  "packs from travelling during the packing",
+                  "packs and seals into the mirror for ~4.2 s, then `git push` takes "
+                  "3.2-4.1 s, paced by the receiving `index-pack` hashing every object "
+                  "again, with `pack-objects` on the same two cores (bench/git_breakdown.py)."
+                  " Run at once, the two halves took 0.84-0.90× restic (session 14, "
+                  "bench/git_overlap.py, its block below): pushing during the packing would "
+                  "close the row, but `receive-pack` takes the ref updates before the pack "
+                  "and its object count in the first bytes, so that takes several pushes of "
+                  "fewer than 100 objects, which a stock server unpacks loose at 3.3× the "
+                  "processor time; roam keeps one push per operation",
     "status, nothing changed": "interpreter start-up, the walk of the home and one "
                                "`git ls-remote`",
     "incremental push": "one look and one `receive-pack`, plus the local push's walk and "
                         "state read",
-    "init + pull --apply into an empty home": "the whole branch fetched before a byte is "
-                                              "read, then a separate `pull`: `init` takes "
-                                              "2.6 s, 2.3 s of it the fetch (the server's "
-                                              "`pack-objects` and `upload-pack` 1.5 s of "
-                                              "processor time, roam's own indexing 1.2 s, "
-                                              "streamed), then `pull` 2.8 s from the mirror "
-                                              "(session 13, bench/git_breakdown.py). "
-                                              "Installing while the pack streams in would "
-                                              "bound it near the pull's 2.8 s plus start-up, "
-                                              "under restic's ~4.2 s; `init` and `pull` are "
-                                              "separate commands and roam reads nothing "
-                                              "before the fetch ends",
+    "init + pull --apply into an empty home": "the processor work of a whole-branch "
+                                              "fetch and an install on two cores: `init` "
+                                              "2.6-3.3 s, nearly all of it the fetch (the "
+                                              "server's `pack-objects` reading and "
+                                              "checksumming the pack, roam hashing every "
+                                              "object to index it), then `pull` 2.8-3.3 s "
+                                              "from the mirror (bench/git_breakdown.py). "
+                                              "Run at once, the best a fetch streamed into "
+                                              "the install could do, the halves took "
+                                              "1.32-1.37× restic with 1.8 of the 2 cores "
+                                              "busy (session 14, bench/git_overlap.py): "
+                                              "the row needs less work, not more overlap, "
+                                              "and the fetch's work is what git's protocol "
+                                              "asks of both ends",
 }
 #: What bounds a scale scenario's peak RSS when it misses (measured, see the history page).
 SCALE_BOUNDS = {
