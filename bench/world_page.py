@@ -34,15 +34,18 @@ NET_BOUNDS = {
     "incremental push": "the walk and the state's base read of a local push, plus a few "
                         "round trips one after another (HEAD, pack, index, snapshot, HEAD)",
     "pull --apply into an empty home": "processor time on two cores shared with the "
-                                       "S3 server and the proxy: at 0 ms roam used 4.41 s "
-                                       "against restic's 3.99 s (session 13, "
-                                       "bench/pull_s3_ab.py --phases), ~1.0 s of it (start, "
-                                       "manifest load, plan, journal) on one core before "
-                                       "the files stream, then a processor-bound staging "
-                                       "(span readers 1.6 s, the writer process 1.0 s); "
-                                       "reading the first spans during the plan gained "
-                                       "nothing (docs/decisions.md): the row closes with "
-                                       "~10% less processor time, not fewer waits",
+                                       "S3 server and the proxy: at 0 ms roam's pull used "
+                                       "4.22 s against restic's 3.70 s, walls 3.67 against "
+                                       "3.24 s (session 14, bench/pull_s3_ab.py --phases, "
+                                       "3 alternating runs); its stage phase is 2.3 s with "
+                                       "the span readers 1.6 s and the writer process 0.9 s "
+                                       "of processor time, after ~0.8 s (start and boto3 "
+                                       "0.25 s, manifest load, plan, journal) on one core. "
+                                       "Three span readers instead of eight changed nothing "
+                                       "(3.81 against 3.79 s) and no `malloc_trim` per span "
+                                       "saved 3% of the processor time for 290 MiB of peak "
+                                       "RSS against 205 (docs/decisions.md): the row closes "
+                                       "with ~12% less processor time, not fewer waits",
 }
 #: The same on git, where every operation is one look and one fetch or one push.
 GIT_BOUNDS = {
