@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import threading
 from collections.abc import Callable
@@ -126,6 +127,51 @@ def test_objects_over_the_size_limit_are_refused(repo: Path, open_backend: Opene
         backend.put_new("packs/big", b"x" * (1024 * 1024 + 1))
     with pytest.raises(BackendError):
         GuardedBackend(backend).put_new("packs/big", b"x" * (1024 * 1024 + 1))
+
+
+#: What the test's host takes in one push (`receive.maxInputSize`), as GitHub takes 2 GiB.
+HOST_PUSH_LIMIT = 1536 * 1024
+
+
+def _limited_repo(repo: Path) -> list[bytes]:
+    """`repo` refusing a push over HOST_PUSH_LIMIT; blobs that together exceed it twice."""
+    _git(repo, "config", "receive.maxInputSize", str(HOST_PUSH_LIMIT))
+    return [os.urandom(700 * 1024) for _ in range(5)]  # 3.4 MiB that will not compress
+
+
+def test_a_publish_over_the_host_s_push_limit_goes_in_parts(repo: Path,
+                                                            open_backend: Opener) -> None:
+    blobs = _limited_repo(repo)
+    backend = open_backend(file_url(repo), git_max_object_mb=1, git_max_push_mb=1)
+    for number, data in enumerate(blobs):
+        backend.put_new(f"packs/p{number}", data)
+    version = backend.swap_ref("HEAD", b"gen-1", None)
+    tip = _git(repo, "rev-parse", "refs/heads/roam").strip()
+    # parts of at most 1 MiB of objects, each pushed alone: the last one moves the ref
+    commits = _git(repo, "rev-list", tip).split()
+    assert len(commits) >= 4, commits
+    for commit in commits[1:]:
+        assert f"{REF_DIR}HEAD" not in _git(repo, "ls-tree", "-r", "--name-only", commit)
+    assert _git(repo, "show", f"{tip}:{REF_DIR}HEAD") == "gen-1"
+    other = open_backend(file_url(repo))
+    assert other.read_ref("HEAD") == (b"gen-1", version)
+    assert [other.get(f"packs/p{number}") for number in range(len(blobs))] == blobs
+    # the next publish builds on the parts like on any other device's commit
+    backend.put_new("packs/next", b"small")
+    assert other.swap_ref("HEAD", b"gen-2", version)
+    with pytest.raises(RefConflict):
+        backend.swap_ref("HEAD", b"gen-2 too", version)
+
+
+def test_a_publish_over_the_host_s_push_limit_in_one_push_is_refused_in_one_line(
+        repo: Path, open_backend: Opener) -> None:
+    blobs = _limited_repo(repo)
+    backend = open_backend(file_url(repo), git_max_object_mb=1)  # 1024 MiB a push
+    for number, data in enumerate(blobs):
+        backend.put_new(f"packs/p{number}", data)
+    with pytest.raises(BackendError) as refused:
+        backend.swap_ref("HEAD", b"gen-1", None)
+    assert "\n" not in str(refused.value) and "git_max_push_mb" in str(refused.value)
 
 
 def test_a_key_cannot_be_both_a_file_and_a_folder(repo: Path, open_backend: Opener) -> None:

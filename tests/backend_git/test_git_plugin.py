@@ -29,11 +29,12 @@ def test_the_git_backend_is_registered_with_its_settings() -> None:
     plugin = get_manager().backend("git")
     names = {setting.name: setting for setting in plugin.settings}
     assert set(names) == {"git_remote", "git_branch", "git_transfer_timeout",
-                          "git_max_object_mb"}
+                          "git_max_object_mb", "git_max_push_mb"}
     assert names["git_remote"].required
     assert names["git_branch"].default == "roam"
     assert names["git_transfer_timeout"].default == 600
     assert names["git_max_object_mb"].default == 50
+    assert names["git_max_push_mb"].default == 1024  # under GitHub's 2 GiB a push
     assert not any(setting.secret for setting in plugin.settings)
 
 
@@ -65,6 +66,9 @@ def test_the_mirror_is_private(tmp_path: Path) -> None:
     ({"git_remote": "x", "git_transfer_timeout": "soon"}, ConfigError),
     ({"git_remote": "x", "git_transfer_timeout": 0}, ConfigError),
     ({"git_remote": "x", "git_max_object_mb": 1.5}, ConfigError),
+    ({"git_remote": "x", "git_max_push_mb": "lots"}, ConfigError),
+    ({"git_remote": "x", "git_max_push_mb": 2.5}, ConfigError),
+    ({"git_remote": "x", "git_max_object_mb": 20, "git_max_push_mb": 10}, ConfigError),
 ])
 def test_bad_settings_are_one_line_user_errors(settings: dict, error: type,
                                                tmp_path: Path) -> None:
@@ -79,6 +83,10 @@ def test_settings_defaults_and_relative_paths(tmp_path: Path) -> None:
     assert parsed.remote == str(tmp_path / "stores" / "me.git")
     assert parsed.transfer_timeout == 30 and parsed.max_object_size == 20 * 1024 * 1024
     assert parsed.branch == "sync/roam"
+    assert parsed.max_push_size == 1024 * 1024 * 1024
+    # an object larger than the default push: one push still carries it whole
+    assert parse_settings({"git_remote": "x", "git_max_object_mb": "2000"},
+                          tmp_path).max_push_mb == 2000
     assert parse_settings({"git_remote": "git@host:me/s.git"}, tmp_path).remote == \
         "git@host:me/s.git"
 

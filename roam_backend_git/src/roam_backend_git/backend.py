@@ -14,7 +14,10 @@ Publishing is batched: `put_new` stages a blob in the local mirror (this instanc
 at once), and `swap_ref` makes one commit holding every staged object plus the new ref on top
 of the tip it just fetched, then pushes it with `--force-with-lease=<branch>:<that tip>`. The
 remote checks the lease atomically, so of N racing devices exactly one wins; a loser's staged
-objects stay staged for its retry.
+objects stay staged for its retry. A publish carrying more than `git_max_push_mb` of objects
+(a host refuses a push over its own limit: GitHub's is 2 GiB) first pushes them in parts, each
+a commit of objects alone under the same lease, as another device's objects would land; the
+last commit moves the ref.
 """
 
 from __future__ import annotations
@@ -57,6 +60,9 @@ REF_DIR = ".roam/refs/"
 README_PATH = ".roam/README.md"
 README = (b"# roam store\n\nThis branch holds an end-to-end encrypted roam store. Every file is\n"
           b"written once and never changed. Do not edit, rebase or force-push this branch.\n")
+#: What git's receive-pack says of a push over the host's `receive.maxInputSize` (GitHub's
+#: 2 GiB a push says the same).
+TOO_LARGE = "pack exceeds maximum allowed size"
 #: A miss in get/exists looks at the remote again at most this often (read_ref always does).
 MISS_REFRESH_INTERVAL = 1.0
 #: Commits a publish builds while other devices keep moving the branch (each one is a new
@@ -118,6 +124,7 @@ class GitBackend(Backend):
         self._refreshed_at: float | None = None
         self._refreshed_in: Deadline | None = None  # the operation of the last look
         self._staged: dict[str, str | None] = {}   # key -> blob id (None while hashing)
+        self._staged_sizes: dict[str, int] = {}    # key -> bytes, for splitting a publish
         self._staged_dirs: set[str] = set()
         self._cache: OrderedDict[str, bytes] = OrderedDict()
         self._cache_bytes = 0
@@ -187,6 +194,7 @@ class GitBackend(Backend):
                 if self._staged[key] not in (None, files[key]):
                     log.warning("git store: %s was published by another device first", key)
                 del self._staged[key]
+                self._staged_sizes.pop(key, None)
             self._staged_dirs = _parents_of(self._staged)
 
     def _lookup(self, key: str) -> str | None:
@@ -276,12 +284,14 @@ class GitBackend(Backend):
                 raise BackendError(f"object {key} clashes with {clash or key + '/…'} in the "
                                    "git store (a path cannot be both a file and a folder)")
             self._staged[key] = None
+            self._staged_sizes[key] = len(data)
             self._staged_dirs |= parents
         try:
             sha = self.mirror.hash_blob(bytes(data))
         except BaseException:
             with self._state:
                 self._staged.pop(key, None)
+                self._staged_sizes.pop(key, None)
                 self._staged_dirs = _parents_of(self._staged)
             raise
         with self._state:
@@ -333,6 +343,14 @@ class GitBackend(Backend):
                 with self._state:
                     batch = {k: s for k, s in self._staged.items()
                              if s and k not in view.files}
+                parts = self._parts(batch)
+                try:
+                    for part in parts[:-1]:
+                        view = self._push_part(view, part)
+                except RefConflict:
+                    view = self._refresh()
+                    continue
+                batch = parts[-1]
                 entries.update(batch)
                 if view.commit is None:
                     entries[README_PATH] = self.mirror.hash_blob(README)
@@ -351,6 +369,39 @@ class GitBackend(Backend):
                 self._published(commit, files)
                 return ref_blob
         raise RefConflict(f"the branch kept moving while ref {name} was published")
+
+    def _parts(self, batch: dict[str, str]) -> tuple[dict[str, str], ...]:
+        """`batch` in pushes of at most `git_max_push_mb` of objects each, in key order."""
+        budget = self.settings.max_push_size
+        parts = [dict[str, str]()]
+        held = 0
+        with self._state:
+            sizes = {key: self._staged_sizes.get(key, 0) for key in batch}
+        for key in sorted(batch):
+            if parts[-1] and held + sizes[key] > budget:
+                parts.append({})
+                held = 0
+            parts[-1][key] = batch[key]
+            held += sizes[key]
+        return tuple(parts)
+
+    def _push_part(self, view: _View, part: dict[str, str]) -> _View:
+        """Publish `part` of a publish too large for one push, ahead of the ref's commit.
+
+        Its commit moves the branch but no ref, as another device's objects do; readers see
+        objects no generation names yet (a prune's to free if this device never ends).
+        """
+        entries = dict(part)
+        if view.commit is None:
+            entries[README_PATH] = self.mirror.hash_blob(README)
+        message = (f"roam: {len(part)} new objects, part of a publish over one push's "
+                   f"{self.settings.max_push_mb} MiB\n\nnonce {secrets.token_hex(8)}\n")
+        commit = self.mirror.commit(view.commit, sorted(entries.items()), message)
+        self._push(commit, view.commit)
+        files = dict(view.files)
+        files.update(entries)
+        self._published(commit, files)
+        return self._view
 
     @staticmethod
     def _ref_moved(view: _View, path: str, expected: str | None) -> bool:
@@ -384,6 +435,7 @@ class GitBackend(Backend):
         with self._state:
             for key in wanted & self._staged.keys():
                 del self._staged[key]
+                self._staged_sizes.pop(key, None)
             self._staged_dirs = _parents_of(self._staged)
         if not wanted:
             return
@@ -446,6 +498,11 @@ class GitBackend(Backend):
         if tip != lease:
             raise RefConflict(f"ref moved on the remote while publishing ({outcome.summary})")
         detail = self._redact(outcome.summary or one_line(outcome.stderr))
+        if TOO_LARGE in outcome.stderr:
+            raise BackendError(
+                f"git push rejected by {self.settings.public_remote}: the host takes less at "
+                f"once ({detail}); set git_max_push_mb under its limit (now "
+                f"{self.settings.max_push_mb}; GitHub takes 2 GiB a push) and push again")
         raise BackendError(f"git push rejected by {self.settings.public_remote}: {detail}")
 
     # -- the remote ---------------------------------------------------------------------------

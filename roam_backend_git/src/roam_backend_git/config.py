@@ -20,6 +20,9 @@ from roam_core.plugin import ConfigError, UserError
 DEFAULT_BRANCH = "roam"
 DEFAULT_TRANSFER_TIMEOUT = 600.0
 DEFAULT_MAX_OBJECT_MB = 50
+#: The most bytes of objects one push carries: a publish over it goes in parts, because a
+#: host refuses a push over its own limit (GitHub: 2 GiB).
+DEFAULT_MAX_PUSH_MB = 1024
 
 #: A branch name git accepts and a shell or refspec cannot misread.
 _BRANCH = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,99}$")
@@ -38,16 +41,21 @@ class GitSettings:
     branch: str = DEFAULT_BRANCH
     transfer_timeout: float = DEFAULT_TRANSFER_TIMEOUT
     max_object_mb: int = DEFAULT_MAX_OBJECT_MB
+    max_push_mb: int = DEFAULT_MAX_PUSH_MB
 
     def __repr__(self) -> str:
         # the remote may carry `user:token@`: a repr must show it as every message does
         return (f"GitSettings(remote={self.public_remote!r}, branch={self.branch!r}, "
                 f"transfer_timeout={self.transfer_timeout!r}, "
-                f"max_object_mb={self.max_object_mb!r})")
+                f"max_object_mb={self.max_object_mb!r}, max_push_mb={self.max_push_mb!r})")
 
     @property
     def max_object_size(self) -> int:
         return self.max_object_mb * 1024 * 1024
+
+    @property
+    def max_push_size(self) -> int:
+        return self.max_push_mb * 1024 * 1024
 
     @property
     def public_remote(self) -> str:
@@ -88,10 +96,19 @@ def parse_settings(settings: Mapping[str, Any], home: Path) -> GitSettings:
     if not _BRANCH.match(branch) or ".." in branch or branch.endswith((".lock", "/", ".")):
         raise ConfigError(f"setting git_branch is not a usable branch name: {branch!r}")
     timeout = _positive_number(settings, "git_transfer_timeout", DEFAULT_TRANSFER_TIMEOUT)
-    max_mb = _positive_number(settings, "git_max_object_mb", DEFAULT_MAX_OBJECT_MB)
-    if max_mb != int(max_mb):
-        raise ConfigError(f"setting git_max_object_mb must be a whole number, not {max_mb}")
-    return GitSettings(remote, branch, timeout, int(max_mb))
+    max_mb = _whole_number(settings, "git_max_object_mb", DEFAULT_MAX_OBJECT_MB)
+    push_mb = _whole_number(settings, "git_max_push_mb", max(DEFAULT_MAX_PUSH_MB, max_mb))
+    if push_mb < max_mb:
+        raise ConfigError(f"setting git_max_push_mb ({push_mb}) must be at least "
+                          f"git_max_object_mb ({max_mb}): one push carries a whole object")
+    return GitSettings(remote, branch, timeout, max_mb, push_mb)
+
+
+def _whole_number(settings: Mapping[str, Any], name: str, default: int) -> int:
+    value = _positive_number(settings, name, default)
+    if value != int(value):
+        raise ConfigError(f"setting {name} must be a whole number, not {value}")
+    return int(value)
 
 
 def is_local_path(remote: str) -> bool:

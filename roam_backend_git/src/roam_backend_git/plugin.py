@@ -8,6 +8,7 @@ from typing import Any
 from roam_backend_git.config import (
     DEFAULT_BRANCH,
     DEFAULT_MAX_OBJECT_MB,
+    DEFAULT_MAX_PUSH_MB,
     DEFAULT_TRANSFER_TIMEOUT,
     parse_settings,
 )
@@ -21,6 +22,9 @@ SETTINGS = (
             default=DEFAULT_TRANSFER_TIMEOUT),
     Setting("git_max_object_mb", "largest object roam writes, in MiB (keep under your git "
             "host's file size limit)", default=DEFAULT_MAX_OBJECT_MB),
+    Setting("git_max_push_mb", "most MiB of objects one push carries; a larger publish goes "
+            "in parts (keep under your git host's push limit: GitHub's is 2 GiB)",
+            default=DEFAULT_MAX_PUSH_MB),
 )
 
 
