@@ -195,15 +195,18 @@ def ssh_server(root: Path, protocol_v2: bool = True) -> Iterator[tuple[str, str]
 
 @contextlib.contextmanager
 def smart_http(root: Path, auth: tuple[str, str] | None = None,
-               protocol_v2: bool = True) -> Iterator[str]:
+               protocol_v2: bool = True, max_body: int | None = None) -> Iterator[str]:
     """Smart HTTP (`git http-backend`) serving `root`; yields `http://127.0.0.1:PORT/`.
 
     `protocol_v2=False`: the server ignores the client's Git-Protocol header and answers in
-    protocol v0, as an older host does.
+    protocol v0, as an older host does. `max_body`: a request body over this many bytes is
+    answered 413, as a proxy in front of a host does (nginx's `client_max_body_size`).
     """
     argv = [sys.executable, __file__, "http", str(root)]
     if not protocol_v2:
         argv.append("--v0")
+    if max_body is not None:
+        argv.append(f"--max-body={max_body}")
     if auth is not None:
         argv.append(f"{auth[0]}:{auth[1]}")
     process = _spawn(argv)
@@ -230,7 +233,8 @@ def blackhole(mode: str = "silent") -> Iterator[str]:
 
 # -- the server programs (run as subprocesses) ------------------------------------------------
 
-def _serve_http(root: str, credentials: str | None, v0: bool = False) -> None:
+def _serve_http(root: str, credentials: str | None, v0: bool = False,
+                max_body: int | None = None) -> None:
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
     from urllib.parse import urlsplit
 
@@ -264,8 +268,20 @@ def _serve_http(root: str, credentials: str | None, v0: bool = False) -> None:
             self.send_header("Content-Length", "0")
             self.end_headers()
 
+        def _too_large(self) -> None:
+            page = b"<html><head><title>413 Request Entity Too Large</title></head></html>\n"
+            self.send_response(413)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(page)))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(page)
+
         def _run(self) -> None:
             body = self._body() if self.command == "POST" else b""
+            if max_body is not None and len(body) > max_body:
+                self._too_large()
+                return
             if expected is not None and self.headers.get("Authorization") != expected:
                 self._deny()
                 return
@@ -330,7 +346,9 @@ def _serve_blackhole(mode: str) -> None:
 if __name__ == "__main__":
     if sys.argv[1] == "http":
         extra = sys.argv[3:]
-        _serve_http(sys.argv[2], next((a for a in extra if a != "--v0"), None), "--v0" in extra)
+        limit = next((int(a.split("=")[1]) for a in extra if a.startswith("--max-body=")), None)
+        _serve_http(sys.argv[2], next((a for a in extra if not a.startswith("--")), None),
+                    "--v0" in extra, limit)
     elif sys.argv[1] == "blackhole":
         _serve_blackhole(sys.argv[2])
     else:

@@ -36,7 +36,7 @@ from pathlib import Path
 from roam_backend_git.config import GitSettings, is_ssh_url, redact_text, transport_of
 from roam_backend_git.env import SSH_VARIABLES, child_env, ssh_command
 from roam_backend_git.mirror import Mirror, PushOutcome
-from roam_backend_git.runner import GitRunner, one_line
+from roam_backend_git.runner import TOO_LARGE_HINT, TOO_LARGE_PATTERNS, GitRunner, one_line
 from roam_core.plugin import (
     CONNECT_BUDGET,
     Backend,
@@ -60,9 +60,6 @@ REF_DIR = ".roam/refs/"
 README_PATH = ".roam/README.md"
 README = (b"# roam store\n\nThis branch holds an end-to-end encrypted roam store. Every file is\n"
           b"written once and never changed. Do not edit, rebase or force-push this branch.\n")
-#: What git's receive-pack says of a push over the host's `receive.maxInputSize` (GitHub's
-#: 2 GiB a push says the same).
-TOO_LARGE = "pack exceeds maximum allowed size"
 #: A miss in get/exists looks at the remote again at most this often (read_ref always does).
 MISS_REFRESH_INTERVAL = 1.0
 #: Commits a publish builds while other devices keep moving the branch (each one is a new
@@ -498,11 +495,10 @@ class GitBackend(Backend):
         if tip != lease:
             raise RefConflict(f"ref moved on the remote while publishing ({outcome.summary})")
         detail = self._redact(outcome.summary or one_line(outcome.stderr))
-        if TOO_LARGE in outcome.stderr:
-            raise BackendError(
-                f"git push rejected by {self.settings.public_remote}: the host takes less at "
-                f"once ({detail}); set git_max_push_mb under its limit (now "
-                f"{self.settings.max_push_mb}; GitHub takes 2 GiB a push) and push again")
+        if TOO_LARGE_PATTERNS.search(outcome.stderr):
+            raise BackendError(f"git push rejected by {self.settings.public_remote}: the host "
+                               f"refused a push of up to {self.settings.max_push_mb} MiB as "
+                               f"too large ({detail}); {TOO_LARGE_HINT}")
         raise BackendError(f"git push rejected by {self.settings.public_remote}: {detail}")
 
     # -- the remote ---------------------------------------------------------------------------

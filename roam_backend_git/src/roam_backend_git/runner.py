@@ -63,6 +63,14 @@ _AUTH_PATTERNS = re.compile(
     r"|repository not found|not authorized",
     re.IGNORECASE,
 )
+#: A host (git's `receive.maxInputSize`, GitHub's 2 GiB) or the web server in front of it
+#: (HTTP 413) refusing a request as too large: not a network failure, and not transient.
+TOO_LARGE_PATTERNS = re.compile(
+    r"pack exceeds maximum allowed size|returned error: 413|HTTP 413", re.IGNORECASE)
+#: What to do about it (the setting for the size of one push).
+TOO_LARGE_HINT = ("set git_max_push_mb under the host's limit (GitHub takes 2 GiB a push), "
+                  "or raise the limit of the web server in front of it (nginx: "
+                  "client_max_body_size), and push again")
 _NETWORK_PATTERNS = re.compile(
     r"could not resolve|connection refused|connection timed out|timed out|returned error: 5\d\d"
     r"|early eof|hung up unexpectedly|operation too slow|network is unreachable"
@@ -114,6 +122,10 @@ def classify(action: str, stderr: str, redact: Callable[[str], str],
              transport: str = "") -> BackendError:
     """Turn a failed network call's stderr into roam's error tree, credentials cut out."""
     detail = redact(one_line(stderr))
+    too_large = TOO_LARGE_PATTERNS.search(stderr)
+    if too_large:
+        return BackendError(f"git {action}: the host refused it as too large "
+                            f"({too_large.group(0)}); {TOO_LARGE_HINT}")
     if _AUTH_PATTERNS.search(stderr):
         return BackendError(f"git {action}: authentication failed or access denied: {detail}"
                             + auth_hint(stderr, transport))
