@@ -196,10 +196,13 @@ class LatencyProxy:
     """Forward 127.0.0.1:<port> to 127.0.0.1:`target_port` through two delay lines."""
 
     def __init__(self, target_port: int, one_way: float = 0.0, *,
-                 connect_round_trip: bool = True) -> None:
+                 connect_round_trip: bool = True, rate: float | None = None) -> None:
         self.target_port = target_port
         self.one_way = one_way
         self.connect_round_trip = connect_round_trip
+        #: bytes a second each direction of a connection carries at most (None: no limit),
+        #: as a slow uplink does
+        self.rate = rate
         self._lock = threading.Lock()
         self._log: list[Request] = []
         self._ids = itertools.count(1)
@@ -341,6 +344,8 @@ class LatencyProxy:
                     return
                 writer.write(data)
                 await writer.drain()
+                if self.rate:
+                    await asyncio.sleep(len(data) / self.rate)
 
         releaser = asyncio.ensure_future(release())
         try:
@@ -361,10 +366,11 @@ class LatencyProxy:
 
 
 @contextlib.contextmanager
-def latency_proxy(target_port: int, one_way: float = 0.0, *,
-                  connect_round_trip: bool = True) -> Iterator[LatencyProxy]:
+def latency_proxy(target_port: int, one_way: float = 0.0, *, connect_round_trip: bool = True,
+                  rate: float | None = None) -> Iterator[LatencyProxy]:
     """A running `LatencyProxy`, stopped on leaving."""
-    proxy = LatencyProxy(target_port, one_way, connect_round_trip=connect_round_trip)
+    proxy = LatencyProxy(target_port, one_way, connect_round_trip=connect_round_trip,
+                         rate=rate)
     try:
         yield proxy
     finally:

@@ -56,10 +56,10 @@ def test_stale_lease_at_push_time_conflicts_and_keeps_staged_objects(
     mine.put_new("packs/mine", b"my pack")
     real_push = mine.mirror.push
 
-    def push_after_someone_else(commit: str, lease: str | None):
+    def push_after_someone_else(commit: str, lease: str | None, size: int = 0):
         # Another device publishes between our fetch and our push: the lease is now stale.
         theirs.swap_ref("HEAD", b"theirs", base)
-        return real_push(commit, lease)
+        return real_push(commit, lease, size)
 
     mine.mirror.push = push_after_someone_else  # type: ignore[method-assign]
     with pytest.raises(RefConflict):

@@ -88,12 +88,12 @@ def test_a_push_that_lands_during_a_deletion_keeps_its_objects(repo: Path,
     real_push = pruner.mirror.push
     raced: list[str] = []
 
-    def push_after_someone_else(commit: str, lease: str | None):
+    def push_after_someone_else(commit: str, lease: str | None, size: int = 0):
         if not raced:  # another device publishes between the pruner's look and its push
             raced.append(commit)
             pusher.put_new("packs/new", b"new")
             pusher.swap_ref("HEAD", b"gen-2", base)
-        return real_push(commit, lease)
+        return real_push(commit, lease, size)
 
     pruner.mirror.push = push_after_someone_else  # type: ignore[method-assign]
     pruner.delete(["packs/old"])

@@ -148,7 +148,9 @@ def test_the_automatic_push_from_a_hook_never_hangs(request: pytest.FixtureReque
             monkeypatch.setenv(name, value)
         started = time.monotonic()
         assert autosync.session_end(home.root) == "started"
-        assert time.monotonic() - started < 1.0, "the hook itself must not wait"
+        # generous for a loaded 2-core machine (a CI run beside other work saw 1.9 s); the
+        # blackhole would hold a waiting hook for the connect budget, 15 s
+        assert time.monotonic() - started < 3.0, "the hook itself must not wait"
         thread = autosync.jobs.push
         assert thread is not None
         thread.join(BOUND + 5)

@@ -355,7 +355,7 @@ class GitBackend(Backend):
                            f"nonce {secrets.token_hex(8)}\n")
                 commit = self.mirror.commit(view.commit, sorted(entries.items()), message)
                 try:
-                    self._push(commit, view.commit)
+                    self._push(commit, view.commit, self._bytes_of(batch))
                 except RefConflict:
                     # the branch moved: another ref, another device's objects or a
                     # deletion. Only a move of this ref is the caller's conflict.
@@ -382,6 +382,10 @@ class GitBackend(Backend):
             held += sizes[key]
         return tuple(parts)
 
+    def _bytes_of(self, objects: Mapping[str, str]) -> int:
+        with self._state:
+            return sum(self._staged_sizes.get(key, 0) for key in objects)
+
     def _push_part(self, view: _View, part: dict[str, str]) -> _View:
         """Publish `part` of a publish too large for one push, ahead of the ref's commit.
 
@@ -394,7 +398,7 @@ class GitBackend(Backend):
         message = (f"roam: {len(part)} new objects, part of a publish over one push's "
                    f"{self.settings.max_push_mb} MiB\n\nnonce {secrets.token_hex(8)}\n")
         commit = self.mirror.commit(view.commit, sorted(entries.items()), message)
-        self._push(commit, view.commit)
+        self._push(commit, view.commit, self._bytes_of(part))
         files = dict(view.files)
         files.update(entries)
         self._published(commit, files)
@@ -463,11 +467,14 @@ class GitBackend(Backend):
         raise TransientBackendError("the git branch kept moving while objects were deleted; "
                                     "run the command again")
 
-    def _push(self, commit: str, lease: str | None) -> None:
-        """Push under the lease; RefConflict when the remote moved, staged objects kept."""
+    def _push(self, commit: str, lease: str | None, size: int = 0) -> None:
+        """Push under the lease; RefConflict when the remote moved, staged objects kept.
+
+        `size`: the bytes of the new objects it carries (their time on a slow link).
+        """
         try:
             with self.mirror.locked(CONNECT_BUDGET):
-                outcome = self.mirror.push(commit, lease)
+                outcome = self.mirror.push(commit, lease, size)
         except DeadlineExceeded:
             raise
         except TransientBackendError:

@@ -22,7 +22,7 @@ from pathlib import Path
 from roam_backend_git import ownfetch
 from roam_backend_git.config import GitSettings
 from roam_backend_git.packread import PackReader
-from roam_backend_git.runner import GitRunner, classify, one_line
+from roam_backend_git.runner import GitRunner, classify, one_line, transfer_budget
 from roam_backend_git.staging import TMP_PREFIX, StagingPack
 from roam_core.plugin import CONNECT_BUDGET, BackendError, TransientBackendError
 
@@ -163,13 +163,18 @@ class Mirror:
         self.set_tracking(tip)
         return tip
 
-    def push(self, commit: str, lease: str | None) -> PushOutcome:
-        """Push `commit` to the branch if the remote is still at `lease` (None: absent)."""
+    def push(self, commit: str, lease: str | None, size: int = 0) -> PushOutcome:
+        """Push `commit` to the branch if the remote is still at `lease` (None: absent).
+
+        `size`: the bytes of the objects it carries. Their time at core's floor rate is the
+        push's budget when it is longer than `git_transfer_timeout` (a slow uplink).
+        """
+        cap = transfer_budget(self.settings.transfer_timeout, size)
         result = self.git.run(
             ["push", "--porcelain", "--no-verify",
              f"--force-with-lease={self.branch_ref}:{lease or ''}",
              "--", self.settings.remote, f"{commit}:{self.branch_ref}"],
-            action="push", cap=self.settings.transfer_timeout, network=True, check=False)
+            action="push", cap=cap, network=True, check=False)
         out = result.stdout.decode("utf-8", "replace")
         for line in out.splitlines():
             flag, _, rest = line.partition("\t")

@@ -42,6 +42,7 @@ import os
 import re
 import secrets
 import shlex
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,11 +50,13 @@ from urllib.parse import urlsplit
 
 from roam_backend_git.config import GitSettings, transport_of
 from roam_backend_git.packindex import PIECE, Damaged, Unsupported, index_stream
-from roam_backend_git.runner import GitChild, GitRunner, one_line
+from roam_backend_git.runner import GitChild, GitRunner, one_line, transfer_budget
 from roam_backend_git.staging import TMP_PREFIX
 from roam_core.plugin import CONNECT_BUDGET, BackendError
 
 FLUSH, DELIM, RESPONSE_END = 0, 1, 2
+#: The fetch's watchdog moves on each time this much more of the pack has come.
+REARM_BYTES = 1 << 20
 _SHA1 = re.compile(r"[0-9a-f]{40}")
 
 
@@ -365,13 +368,41 @@ def _write_durably(path: Path, data: bytes) -> None:
         os.close(fd)
 
 
-def _receive(band: SideBand, pack_path: Path, runner: GitRunner, cap: float) -> bytes:
+class _Budget:
+    """The transfer's time: `timeout`, or what the bytes received so far take at the floor rate.
+
+    A first fetch of a large branch on a slow link takes longer than `git_transfer_timeout`;
+    while the pack keeps coming at core's floor rate (`FLOOR_RATE`) or faster, the child's
+    watchdog is moved on, a mebibyte at a time. A stall still ends it.
+    """
+
+    def __init__(self, child: GitChild, timeout: float) -> None:
+        self.child = child
+        self.timeout = timeout
+        self.started = time.monotonic()
+        self.received = 0
+        self._next = REARM_BYTES
+
+    def add(self, size: int) -> None:
+        self.received += size
+        if self.received < self._next:
+            return
+        self._next = self.received + REARM_BYTES
+        left = transfer_budget(self.timeout, self.received) - (time.monotonic() - self.started)
+        if left > 0:
+            self.child.arm(left)
+
+
+def _receive(band: SideBand, pack_path: Path, runner: GitRunner, cap: float,
+             budget: _Budget | None = None) -> bytes:
     """Write the pack to `pack_path`, indexed on the way; its .idx bytes."""
     fd = os.open(pack_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
     with os.fdopen(fd, "wb", buffering=1 << 20) as sink:
         def read(wanted: int) -> bytes:
             piece = band.read(wanted)
             sink.write(piece)
+            if budget is not None:
+                budget.add(len(piece))
             return piece
 
         try:
@@ -417,7 +448,7 @@ def fetch_pack(pack_dir: Path, runner: GitRunner, settings: GitSettings, tip: st
         _packfile_section(wire, runner.redact)
         with _temporaries(pack_dir) as (pack_temp, index_temp):
             index = _receive(SideBand(wire, runner.redact), pack_temp, runner,
-                             settings.transfer_timeout)
+                             settings.transfer_timeout, _Budget(child, settings.transfer_timeout))
             _write_durably(index_temp, index)
             name = pack_dir / f"pack-{index[-40:-20].hex()}"
             placed: list[Path] = []

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from roam_core.plugin import BackendError, DeadlineExceeded, TransientBackendError
+from roam_core.plugin import FLOOR_RATE, BackendError, DeadlineExceeded, TransientBackendError
 from roam_core.plugin import deadline as _deadline
 
 #: Config for every call: no background gc/maintenance processes outliving roam, no pager,
@@ -116,6 +116,15 @@ def auth_hint(stderr: str, transport: str) -> str:
     if transport == "http":
         return " (check your git credential helper; roam never asks for a password)"
     return ""
+
+
+def transfer_budget(timeout: float, size: int) -> float:
+    """Seconds a transfer of `size` bytes may take: `timeout`, or its time at the floor rate.
+
+    `git_transfer_timeout` bounds one fetch or push; a large one on a slow link (1 GiB at
+    1 MB/s) needs longer, and core's deadline already allows for it at `FLOOR_RATE`.
+    """
+    return max(timeout, size / FLOOR_RATE)
 
 
 def classify(action: str, stderr: str, redact: Callable[[str], str],

@@ -16,7 +16,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from roam_core import deadline
-from roam_core.deadline import CONNECT_BUDGET, Deadline
+from roam_core.deadline import CONNECT_BUDGET, FLOOR_RATE, Deadline
 from roam_core.errors import (
     BackendError,
     ConfigError,
@@ -97,6 +97,7 @@ _LAZY = {
 
 __all__ = [
     "CONNECT_BUDGET",
+    "FLOOR_RATE",
     "Backend",
     "BackendContract",
     "BackendError",
