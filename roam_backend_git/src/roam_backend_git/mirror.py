@@ -131,13 +131,24 @@ class Mirror:
         result = self.git.run(
             ["-c", "fetch.unpackLimit=1", "fetch", "--quiet", "--no-tags", "--",
              self.settings.remote, refspec],
-            action="fetch", cap=self.settings.transfer_timeout, network=True, check=False)
+            action="fetch", cap=self.settings.transfer_timeout, network=True, check=False,
+            received=self._incoming)
         if result.returncode != 0:
             if "couldn't find remote ref" in result.stderr.lower():
                 self.set_tracking(None)
                 return None
             raise classify("fetch", result.stderr, self.git.redact, self.git.transport)
         return self.tracking()
+
+    def _incoming(self) -> int:
+        """Bytes of the packs a running `git fetch` is receiving (its `tmp_pack_*` files)."""
+        total = 0
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(self.path / "objects" / "pack"):
+                if entry.name.startswith("tmp_pack_"):
+                    with contextlib.suppress(OSError):
+                        total += entry.stat().st_size
+        return total
 
     def _has_refs(self) -> bool:
         if not self._had_refs:

@@ -18,8 +18,8 @@ SETTINGS = (
     Setting("git_remote", "the repository: an SSH or HTTPS URL (credentials stay in your ssh "
             "agent or git credential helper) or a local path", required=True),
     Setting("git_branch", "the branch that holds the store", default=DEFAULT_BRANCH),
-    Setting("git_transfer_timeout", "seconds one fetch or push may take; a push, or a new "
-            "device's first fetch, gets longer when its bytes need it at 256 KiB/s",
+    Setting("git_transfer_timeout", "seconds one fetch or push may take; one whose bytes "
+            "need longer at 256 KiB/s gets that long while they keep coming",
             default=DEFAULT_TRANSFER_TIMEOUT),
     Setting("git_max_object_mb", "largest object roam writes, in MiB (keep under your git "
             "host's file size limit)", default=DEFAULT_MAX_OBJECT_MB),

@@ -249,9 +249,14 @@ class GitRunner:
 
     def run(self, args: Sequence[str], *, action: str, cap: float = LOCAL_TIMEOUT,
             input: bytes | None = None, network: bool = False, check: bool = True,
-            env: Mapping[str, str] | None = None) -> GitResult:
-        """Run `git args`; raise a `BackendError` subclass on failure when `check`."""
-        timeout = self.timeout(cap)
+            env: Mapping[str, str] | None = None,
+            received: Callable[[], int] | None = None) -> GitResult:
+        """Run `git args`; raise a `BackendError` subclass on failure when `check`.
+
+        `received`: the bytes the transfer has brought so far (a fetch's incoming pack). Its
+        time at the floor rate extends `cap` while it grows (`transfer_budget`); a stall
+        still ends it.
+        """
         child_env = dict(self.env, **env) if env else self.env
         cwd = self.git_dir if self.git_dir is not None and self.git_dir.is_dir() else None
         process = _start(self.argv(args, network), stdin=subprocess.PIPE if input is not None
@@ -260,7 +265,7 @@ class GitRunner:
                          start_new_session=True)
         started = time.monotonic()
         try:
-            stdout, stderr = process.communicate(input, timeout=timeout)
+            stdout, stderr = self._communicate(process, input, cap, started, received)
         except subprocess.TimeoutExpired:
             _kill_group(process)
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -276,6 +281,20 @@ class GitRunner:
                 raise classify(action, result.stderr, self.redact, self.transport)
             raise BackendError(f"git {action} failed: {self.redact(one_line(result.stderr))}")
         return result
+
+    def _communicate(self, process: subprocess.Popen[bytes], input: bytes | None, cap: float,
+                     started: float, received: Callable[[], int] | None) -> tuple[bytes, bytes]:
+        """`process.communicate` within `cap`, moved on by what `received` says has come."""
+        if received is None:
+            return process.communicate(input, timeout=self.timeout(cap))
+        while True:
+            budget = transfer_budget(cap, received()) - (time.monotonic() - started)
+            if budget <= 0:
+                raise subprocess.TimeoutExpired(process.args, cap)
+            try:  # `communicate` again after a timeout loses nothing (subprocess docs)
+                return process.communicate(input, timeout=min(self.timeout(budget), 1.0))
+            except subprocess.TimeoutExpired:
+                input = None  # sent already
 
     @contextlib.contextmanager
     def talk(self, args: Sequence[str], *, action: str, cap: float, network: bool = True,
