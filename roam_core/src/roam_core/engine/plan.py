@@ -345,7 +345,7 @@ class Planner:
             self._formats = merge_formats()
         if format_for(rel, self._formats) is None:
             return False
-        base_bytes = None if b is None else self.session.repo.read_content(b)
+        base_bytes = None if b is None else self._base_content(b)
         remote_bytes = self.session.repo.read_content(r)
         merged = merge_file(rel, base_bytes, loc.path.read_bytes(), remote_bytes,
                             self._formats, overwrite_conflicts=self.overwrite)
@@ -360,6 +360,20 @@ class Planner:
                                     _raw_sha(loc), source=_bytes_source(merged.data)))
         self.new_state.conflicts.pop(rel, None)  # merged: no longer a whole-file conflict
         return True
+
+    def _base_content(self, b: FileEntry) -> bytes | None:
+        """The base's bytes, or None when the store no longer holds them.
+
+        The base is the version this device last synced; when the fleet forgot that
+        generation and a prune freed its blobs (a device away for weeks), no index names
+        them any more. The merge then runs without a base and keeps every entry either side
+        holds: an entry one side removed comes back, none is lost. A blob the indexes still
+        name is read as ever (a damaged one is an error).
+        """
+        repo = self.session.repo
+        if any(not repo.locations(ref[0]) for ref in b.blobs):
+            return None
+        return repo.read_content(b)
 
     def _finish_state(self) -> None:
         if self.only or self.cron_only:
