@@ -371,9 +371,10 @@ def _write_durably(path: Path, data: bytes) -> None:
 class _Budget:
     """The transfer's time: `timeout`, or what the bytes received so far take at the floor rate.
 
-    A first fetch of a large branch on a slow link takes longer than `git_transfer_timeout`;
-    while the pack keeps coming at core's floor rate (`FLOOR_RATE`) or faster, the child's
-    watchdog is moved on, a mebibyte at a time. A stall still ends it.
+    Arms the child's watchdog with `timeout` when made. A first fetch of a large branch on a
+    slow link takes longer than `git_transfer_timeout`; while the pack keeps coming at core's
+    floor rate (`FLOOR_RATE`) or faster, the watchdog is moved on, a mebibyte at a time. A
+    stall still ends it.
     """
 
     def __init__(self, child: GitChild, timeout: float) -> None:
@@ -382,6 +383,7 @@ class _Budget:
         self.started = time.monotonic()
         self.received = 0
         self._next = REARM_BYTES
+        child.arm(timeout)
 
     def add(self, size: int) -> None:
         self.received += size
@@ -393,16 +395,14 @@ class _Budget:
             self.child.arm(left)
 
 
-def _receive(band: SideBand, pack_path: Path, runner: GitRunner, cap: float,
-             budget: _Budget | None = None) -> bytes:
+def _receive(band: SideBand, pack_path: Path, runner: GitRunner, budget: _Budget) -> bytes:
     """Write the pack to `pack_path`, indexed on the way; its .idx bytes."""
     fd = os.open(pack_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o444)
     with os.fdopen(fd, "wb", buffering=1 << 20) as sink:
         def read(wanted: int) -> bytes:
             piece = band.read(wanted)
             sink.write(piece)
-            if budget is not None:
-                budget.add(len(piece))
+            budget.add(len(piece))
             return piece
 
         try:
@@ -420,7 +420,8 @@ def _receive(band: SideBand, pack_path: Path, runner: GitRunner, cap: float,
         return index
     written = pack_path.with_suffix(".idx")
     done = runner.run(["-c", "pack.writeReverseIndex=false", "index-pack", "-o", str(written),
-                       str(pack_path)], action="index-pack (local mirror)", cap=cap, check=False)
+                       str(pack_path)], action="index-pack (local mirror)", cap=budget.timeout,
+                       check=False)
     if done.returncode != 0:
         raise BackendError(f"git fetch: the remote's pack is damaged "
                            f"({runner.redact(one_line(done.stderr))}); nothing was kept")
@@ -443,12 +444,11 @@ def fetch_pack(pack_dir: Path, runner: GitRunner, settings: GitSettings, tip: st
                      raw=route.raw, env=route.env) as child:
         wire = Wire(child)
         capabilities, refs = _connect(wire, route.helper, runner.redact)
-        child.arm(settings.transfer_timeout)
+        budget = _Budget(child, settings.transfer_timeout)
         wire.send(_request(capabilities, refs, tip))
         _packfile_section(wire, runner.redact)
         with _temporaries(pack_dir) as (pack_temp, index_temp):
-            index = _receive(SideBand(wire, runner.redact), pack_temp, runner,
-                             settings.transfer_timeout, _Budget(child, settings.transfer_timeout))
+            index = _receive(SideBand(wire, runner.redact), pack_temp, runner, budget)
             _write_durably(index_temp, index)
             name = pack_dir / f"pack-{index[-40:-20].hex()}"
             placed: list[Path] = []
